@@ -35,7 +35,7 @@ def _inputs(notebook) -> list[tuple]:
 def drift(md: Path) -> list[str]:
     """What is wrong with the ``.ipynb`` paired with ``md`` (empty when all is well)."""
     ipynb = md.with_suffix(".ipynb")
-    name = md.relative_to(ROOT).as_posix()
+    name = md.relative_to(ROOT).as_posix() if md.is_relative_to(ROOT) else md.name
     if not ipynb.exists():
         return [f"{name}: no paired notebook {ipynb.name}"]
     source = jupytext.read(md, fmt="md:myst")

@@ -1,0 +1,212 @@
+"""attention_book.scaled_dot_product_attention against PyTorch and a float64 reference."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attention_book import scaled_dot_product_attention
+
+FLOAT_DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
+
+
+def reference(q, k, v, mask=None, scale=None):
+    """softmax(q k^T * scale + mask) v in float64, written independently; zeros for empty rows."""
+    q, k, v = q.double(), k.double(), v.double()
+    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = torch.einsum("...id,...jd->...ij", q, k) * scale
+    if mask is not None:
+        scores = scores.masked_fill(~mask, -math.inf) if mask.dtype == torch.bool else scores + mask.double()
+    weights = torch.exp(scores - scores.amax(-1, keepdim=True))
+    weights = weights / weights.sum(-1, keepdim=True)
+    weights = torch.nan_to_num(weights, nan=0.0)  # rows with every key masked
+    return torch.einsum("...ij,...jd->...id", weights, v), weights
+
+
+def qkv(shape_q, shape_k, d_v, dtype=torch.float32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(shape_q, generator=g, dtype=torch.float64)
+    k = torch.randn(shape_k, generator=g, dtype=torch.float64)
+    v = torch.randn(shape_k[:-1] + (d_v,), generator=g, dtype=torch.float64)
+    return q.to(dtype), k.to(dtype), v.to(dtype)
+
+
+SHAPES = [
+    # (query shape, key shape, d_v): unbatched, batched, multi-head, T_q != T_k, d_k != d_v
+    ((4, 8), (4, 8), 8),
+    ((3, 5, 16), (3, 5, 16), 16),
+    ((2, 4, 6, 8), (2, 4, 9, 8), 5),
+    ((2, 3, 1, 7, 4), (2, 3, 1, 2, 4), 3),
+]
+
+
+@pytest.mark.parametrize("shape_q, shape_k, d_v", SHAPES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_equals_pytorch_without_mask(shape_q, shape_k, d_v, dtype):
+    q, k, v = qkv(shape_q, shape_k, d_v, dtype)
+    out, weights = scaled_dot_product_attention(q, k, v)
+    assert out.shape == shape_q[:-1] + (d_v,) and out.dtype == dtype
+    assert weights.shape == shape_q[:-1] + (shape_k[-2],)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v))
+    ref_out, ref_weights = reference(q, k, v)
+    torch.testing.assert_close(out.double(), ref_out, rtol=0, atol=1e-5 if dtype == torch.float32 else 1e-12)
+    torch.testing.assert_close(weights.double(), ref_weights, rtol=0, atol=1e-5 if dtype == torch.float32 else 1e-12)
+
+
+@pytest.mark.parametrize("shape_q, shape_k, d_v", SHAPES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_equals_pytorch_with_bool_and_float_masks(shape_q, shape_k, d_v, dtype):
+    q, k, v = qkv(shape_q, shape_k, d_v, dtype, seed=1)
+    g = torch.Generator().manual_seed(2)
+    scores_shape = shape_q[:-1] + (shape_k[-2],)
+    allowed = torch.rand(scores_shape, generator=g) > 0.4
+    allowed[..., 0] = True  # PyTorch's fused kernels and ours agree on empty rows too; see below
+    additive = torch.randn(scores_shape, generator=g, dtype=torch.float64).to(dtype)
+    for mask in (allowed, additive, allowed[..., :1, :]):  # the last one broadcasts over T_q
+        out, _ = scaled_dot_product_attention(q, k, v, mask)
+        torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
+        torch.testing.assert_close(out.double(), reference(q, k, v, mask)[0], rtol=0, atol=1e-5)
+
+
+def test_custom_scale_matches_pytorch():
+    q, k, v = qkv((2, 5, 8), (2, 6, 8), 4)
+    out, _ = scaled_dot_product_attention(q, k, v, scale=0.3)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, scale=0.3))
+    assert not torch.allclose(out, scaled_dot_product_attention(q, k, v)[0])
+
+
+def test_masked_weights_are_exactly_zero_and_rows_sum_to_one():
+    q, k, v = qkv((2, 6, 4), (2, 6, 4), 4)
+    allowed = torch.ones(6, 6, dtype=torch.bool).tril()  # (T_q, T_k)
+    _, weights = scaled_dot_product_attention(q, k, v, allowed)
+    assert (weights[..., ~allowed] == 0).all()
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 6))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("kind", ["bool", "-inf"])
+def test_fully_masked_row_gives_zeros_never_nan(dtype, kind):
+    q, k, v = qkv((2, 3, 4, 8), (2, 3, 5, 8), 6, dtype)
+    allowed = torch.ones(4, 5, dtype=torch.bool)
+    allowed[2] = False  # query 2 may attend to nothing
+    mask = allowed if kind == "bool" else torch.zeros(4, 5, dtype=dtype).masked_fill(~allowed, -math.inf)
+    out, weights = scaled_dot_product_attention(q, k, v, mask)
+    assert not out.isnan().any() and not weights.isnan().any()
+    assert (weights[..., 2, :] == 0).all() and (out[..., 2, :] == 0).all()
+    ref_out, _ = reference(q, k, v, allowed)
+    tolerance = {torch.float16: 5e-3, torch.bfloat16: 3e-2}.get(dtype, 1e-5)
+    torch.testing.assert_close(out.double(), ref_out, rtol=0, atol=tolerance)
+    # PyTorch's SDPA gives zeros for such rows as well
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask), rtol=0, atol=tolerance)
+
+
+def test_minus_1e9_float_mask_in_float16_is_minus_inf_and_still_safe():
+    q, k, v = qkv((3, 4), (3, 4), 2, torch.float16)
+    mask = torch.tensor([[0.0, -1e9, 0.0], [-1e9, -1e9, -1e9], [0.0, 0.0, 0.0]])  # float32 mask
+    out, weights = scaled_dot_product_attention(q, k, v, mask)
+    assert weights.dtype == torch.float16 and not weights.isnan().any()
+    assert (weights[1] == 0).all() and weights[0, 1] == 0
+
+
+def test_gradients_match_pytorch():
+    q, k, v = qkv((2, 3, 5, 4), (2, 3, 6, 4), 3, torch.float64)
+    allowed = torch.rand(2, 1, 5, 6, generator=torch.Generator().manual_seed(3)) > 0.3
+    allowed[..., 0] = True
+    ours = [t.clone().requires_grad_() for t in (q, k, v)]
+    theirs = [t.clone().requires_grad_() for t in (q, k, v)]
+    scaled_dot_product_attention(*ours, allowed)[0].square().sum().backward()
+    F.scaled_dot_product_attention(*theirs, attn_mask=allowed).square().sum().backward()
+    for a, b in zip(ours, theirs):
+        torch.testing.assert_close(a.grad, b.grad)
+    assert torch.autograd.gradcheck(
+        lambda q, k, v: scaled_dot_product_attention(q, k, v, allowed)[0], ours
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    batch=st.lists(st.integers(1, 3), min_size=0, max_size=2),
+    t_q=st.integers(1, 6),
+    t_k=st.integers(1, 6),
+    d_k=st.integers(1, 8),
+    d_v=st.integers(1, 8),
+    mask_kind=st.sampled_from(["none", "bool", "float"]),
+    seed=st.integers(0, 2**16),
+)
+def test_property_matches_float64_reference(batch, t_q, t_k, d_k, d_v, mask_kind, seed):
+    batch = tuple(batch)
+    q, k, v = qkv(batch + (t_q, d_k), batch + (t_k, d_k), d_v, torch.float64, seed)
+    g = torch.Generator().manual_seed(seed + 1)
+    mask = {
+        "none": None,
+        "bool": torch.rand(batch + (t_q, t_k), generator=g) > 0.5,  # may leave rows empty
+        "float": torch.randn(batch + (t_q, t_k), generator=g, dtype=torch.float64),
+    }[mask_kind]
+    out, weights = scaled_dot_product_attention(q, k, v, mask)
+    ref_out, ref_weights = reference(q, k, v, mask)
+    torch.testing.assert_close(out, ref_out)
+    torch.testing.assert_close(weights, ref_weights)
+
+
+# --- bad input: each a TypeError or ValueError naming the argument and the shapes or dtypes ---
+
+
+def test_mismatched_d_k():
+    q, k, v = torch.randn(4, 8), torch.randn(5, 6), torch.randn(5, 3)
+    with pytest.raises(ValueError, match=r"query and key .* d_k, got query \(4, 8\) and key \(5, 6\)"):
+        scaled_dot_product_attention(q, k, v)
+
+
+def test_mismatched_t_k():
+    q, k, v = torch.randn(4, 8), torch.randn(5, 8), torch.randn(6, 3)
+    with pytest.raises(ValueError, match=r"key and value .* T_k .* key \(5, 8\) and value \(6, 3\)"):
+        scaled_dot_product_attention(q, k, v)
+
+
+def test_mismatched_leading_dimensions_are_not_broadcast():
+    q, k, v = torch.randn(2, 4, 8), torch.randn(1, 5, 8), torch.randn(1, 5, 3)
+    with pytest.raises(ValueError, match=r"leading .* \(2, 4, 8\), \(1, 5, 8\) and \(1, 5, 3\)"):
+        scaled_dot_product_attention(q, k, v)
+
+
+@pytest.mark.parametrize("name", ["query", "key", "value"])
+def test_integer_tensors(name):
+    tensors = {"query": torch.randn(4, 8), "key": torch.randn(5, 8), "value": torch.randn(5, 3)}
+    tensors[name] = tensors[name].to(torch.int64)
+    with pytest.raises(TypeError, match=rf"{name} must be a floating-point tensor, got dtype torch.int64"):
+        scaled_dot_product_attention(**tensors)
+
+
+def test_mixed_dtypes():
+    with pytest.raises(TypeError, match=r"share a dtype, got torch.float32, torch.float64, torch.float32"):
+        scaled_dot_product_attention(torch.randn(4, 8), torch.randn(5, 8).double(), torch.randn(5, 3))
+
+
+def test_not_a_tensor():
+    with pytest.raises(TypeError, match=r"key must be a torch.Tensor, got list"):
+        scaled_dot_product_attention(torch.randn(4, 8), [[1.0] * 8], torch.randn(5, 3))
+
+
+def test_integer_mask():
+    q, k, v = torch.randn(4, 8), torch.randn(5, 8), torch.randn(5, 3)
+    with pytest.raises(TypeError, match=r"mask must be bool .* got dtype torch.int64"):
+        scaled_dot_product_attention(q, k, v, torch.ones(4, 5, dtype=torch.int64))
+
+
+@pytest.mark.parametrize("mask_shape", [(5, 4), (4, 6), (3, 4, 5), (2, 1, 4, 5)])
+def test_mask_that_does_not_broadcast(mask_shape):
+    q, k, v = torch.randn(2, 4, 8), torch.randn(2, 5, 8), torch.randn(2, 5, 3)
+    mask = torch.ones(mask_shape, dtype=torch.bool)
+    with pytest.raises(ValueError, match=rf"mask of shape \({', '.join(map(str, mask_shape))}\) does not broadcast .* \(2, 4, 5\)"):
+        scaled_dot_product_attention(q, k, v, mask)
+
+
+@pytest.mark.parametrize("name", ["query", "key", "value"])
+def test_fewer_than_two_dimensions(name):
+    tensors = {"query": torch.randn(4, 8), "key": torch.randn(4, 8), "value": torch.randn(4, 8)}
+    tensors[name] = torch.randn(8)
+    with pytest.raises(ValueError, match=rf"{name} must have at least 2 dimensions .* got shape \(8,\)"):
+        scaled_dot_product_attention(**tensors)
