@@ -1,0 +1,294 @@
+"""attention_book.masks, and masked attention, against PyTorch and a float64 reference."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch.nn.attention.bias import causal_lower_right
+
+from attention_book import (
+    additive_mask,
+    causal_mask,
+    mask_from_blocked,
+    padding_mask,
+    scaled_dot_product_attention,
+)
+
+FLOAT_DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
+
+
+def reference(q, k, v, allowed):
+    """Masked attention in float64, written independently: masked_fill(-inf), softmax, and
+    zero weights for a query whose keys are all masked."""
+    q, k, v = q.double(), k.double(), v.double()
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    scores = scores.masked_fill(~allowed, -math.inf)
+    weights = torch.softmax(scores, dim=-1)
+    empty = ~allowed.expand_as(scores).any(dim=-1, keepdim=True)
+    weights = weights.masked_fill(empty, 0.0)
+    return weights @ v, weights
+
+
+def randn(*shape, seed=0, dtype=torch.float32):
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=generator, dtype=torch.float64).to(dtype)
+
+
+# --- causal_mask ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("T_q, T_k", [(1, 1), (4, 4), (3, 5), (5, 3), (1, 6)])
+def test_causal_mask_is_j_le_i(T_q, T_k):
+    mask = causal_mask(T_q, T_k)
+    assert mask.dtype == torch.bool and mask.shape == (T_q, T_k)
+    expected = [[j <= i for j in range(T_k)] for i in range(T_q)]
+    assert mask.tolist() == expected
+
+
+def test_causal_mask_defaults_to_square_and_takes_device():
+    mask = causal_mask(4, device="cpu")
+    assert mask.shape == (4, 4) and mask.device.type == "cpu"
+    assert torch.equal(mask, causal_mask(4, 4))
+
+
+def test_causal_mask_matches_pytorch_square_subsequent_mask():
+    square = torch.nn.Transformer.generate_square_subsequent_mask(6)  # 0 / -inf
+    assert torch.equal(square == 0, causal_mask(6))
+
+
+@pytest.mark.parametrize("T_q, T_k", [(4, 4), (3, 6), (6, 3)])
+def test_causal_mask_is_top_left_like_is_causal(T_q, T_k):
+    q, k = randn(2, 3, T_q, 8, seed=1), randn(2, 3, T_k, 8, seed=2)
+    identity = torch.eye(T_k).expand(2, 3, T_k, T_k)  # values e_j: output = weights
+    theirs = F.scaled_dot_product_attention(q, k, identity, is_causal=True)
+    _, ours = scaled_dot_product_attention(q, k, identity, causal_mask(T_q, T_k))
+    torch.testing.assert_close(ours, theirs)
+    if T_q < T_k:  # the other alignment really is different
+        lower_right = F.scaled_dot_product_attention(
+            q, k, identity, attn_mask=causal_lower_right(T_q, T_k)
+        )
+        assert (lower_right - theirs).abs().max() > 0.1
+
+
+@pytest.mark.parametrize("args", [(0,), (-2,), (3, 0), (3, -1)])
+def test_causal_mask_rejects_non_positive_sizes(args):
+    name = "T_q" if args[0] < 1 else "T_k"
+    with pytest.raises(ValueError, match=f"{name} must be a positive int"):
+        causal_mask(*args)
+
+
+@pytest.mark.parametrize("args", [(3.0,), (True,), ("3",), (3, 2.0), (3, torch.tensor(2))])
+def test_causal_mask_rejects_non_int_sizes(args):
+    name = "T_k" if len(args) == 2 else "T_q"
+    with pytest.raises(TypeError, match=f"{name} must be an int"):
+        causal_mask(*args)
+
+
+# --- padding_mask --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lengths",
+    [[3, 1, 2], (3, 1, 2), torch.tensor([3, 1, 2]), torch.tensor([3, 1, 2], dtype=torch.int32),
+     [np.int64(3), 1, 2]],
+)
+def test_padding_mask_marks_real_tokens(lengths):
+    mask = padding_mask(lengths)
+    assert mask.dtype == torch.bool and mask.shape == (3, 3)
+    assert mask.tolist() == [[True, True, True], [True, False, False], [True, True, False]]
+
+
+def test_padding_mask_with_max_len_and_zero_length():
+    mask = padding_mask([2, 0], max_len=4)
+    assert mask.tolist() == [[True, True, False, False], [False] * 4]
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(0, 9), min_size=1, max_size=6), st.integers(0, 3))
+def test_padding_mask_rows_are_prefixes_of_the_right_length(lengths, extra):
+    max_len = max(max(lengths), 1) + extra
+    mask = padding_mask(torch.tensor(lengths), max_len)
+    assert mask.shape == (len(lengths), max_len)
+    assert mask.sum(dim=1).tolist() == lengths
+    assert torch.equal(mask, mask.cummin(dim=1).values)  # True then False, never back
+
+
+@pytest.mark.parametrize(
+    "lengths, max_len, match",
+    [
+        ([2, -1], None, r"lengths must be non-negative, got \[2, -1\]"),
+        (torch.tensor([2, -1]), 3, "lengths must be non-negative"),
+        ([2, 5], 4, r"lengths must not exceed max_len=4, got \[2, 5\]"),
+        (torch.tensor([[1, 2]]), None, r"lengths must be 1-D \(N,\), got shape \(1, 2\)"),
+        ([], None, "lengths are empty or all 0"),
+        ([0, 0], None, "lengths are empty or all 0"),
+        ([1, 2], 0, "max_len must be a positive int, got 0"),
+    ],
+)
+def test_padding_mask_rejects_bad_values(lengths, max_len, match):
+    with pytest.raises(ValueError, match=match):
+        padding_mask(lengths, max_len)
+
+
+@pytest.mark.parametrize(
+    "lengths, max_len, match",
+    [
+        (torch.tensor([2.0, 1.0]), None, "lengths must hold integers, got a tensor of dtype torch.float32"),
+        (torch.tensor([True, False]), None, "lengths must hold integers, got a tensor of dtype torch.bool"),
+        ([2, 1.5], None, r"lengths must hold integers, got 1.5 \(float\)"),
+        ([2.0, 1.0], None, r"lengths must hold integers, got 2.0 \(float\)"),
+        ([True, 2], None, r"lengths must hold integers, got True \(bool\)"),
+        (3, None, "lengths must be a 1-D integer tensor or a sequence of ints, got int"),
+        ([1, 2], 3.0, "max_len must be an int, got float"),
+    ],
+)
+def test_padding_mask_rejects_bad_types(lengths, max_len, match):
+    with pytest.raises(TypeError, match=match):
+        padding_mask(lengths, max_len)
+
+
+# --- mask_from_blocked and additive_mask ---------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8, torch.bool])
+def test_mask_from_blocked_inverts_the_notes_form(dtype):
+    blocked = torch.ones(5, 5).triu(diagonal=1).to(dtype)  # the notes' causal matrix
+    assert torch.equal(mask_from_blocked(blocked), causal_mask(5))
+
+
+def test_mask_from_blocked_rejects_bad_input():
+    with pytest.raises(TypeError, match="blocked must be a bool or integer 0/1 tensor.*torch.float32"):
+        mask_from_blocked(torch.zeros(2, 2))
+    with pytest.raises(TypeError, match="blocked must be a torch.Tensor, got list"):
+        mask_from_blocked([[0, 1], [0, 0]])
+    with pytest.raises(ValueError, match=r"blocked must hold only 0 and 1 \(1 = masked\), got values \[0, 1, 2\]"):
+        mask_from_blocked(torch.tensor([[0, 1], [2, 0]]))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_additive_mask_is_zero_or_minus_inf(dtype):
+    allowed = causal_mask(3, 4)
+    mask = additive_mask(allowed, dtype=dtype)
+    assert mask.dtype == dtype and mask.shape == (3, 4)
+    assert (mask[allowed] == 0).all() and (mask[~allowed] == -math.inf).all()
+
+
+def test_additive_mask_gives_the_same_attention_as_the_bool_mask():
+    q, k, v = randn(2, 2, 5, 4, seed=3), randn(2, 2, 6, 4, seed=4), randn(2, 2, 6, 3, seed=5)
+    allowed = padding_mask([6, 2])[:, None, None, :] & causal_mask(5, 6)  # (N, 1, T_q, T_k)
+    out_bool, w_bool = scaled_dot_product_attention(q, k, v, allowed)
+    out_float, w_float = scaled_dot_product_attention(q, k, v, additive_mask(allowed))
+    torch.testing.assert_close(out_float, out_bool)
+    torch.testing.assert_close(w_float, w_bool)
+
+
+def test_additive_mask_rejects_non_bool():
+    with pytest.raises(TypeError, match=r"allowed must be a bool tensor \(True = may attend\), got torch.int64"):
+        additive_mask(torch.ones(2, 2, dtype=torch.int64))
+    with pytest.raises(TypeError, match="allowed must be a bool tensor.*got torch.float32"):
+        additive_mask(torch.zeros(2, 2))
+    with pytest.raises(TypeError, match="dtype must be a floating torch.dtype, got torch.int32"):
+        additive_mask(causal_mask(2), dtype=torch.int32)
+
+
+# --- masked attention ----------------------------------------------------------------------
+
+
+def test_equals_multihead_attention_with_its_inverted_convention():
+    N, h, T, d_k = 2, 2, 5, 3
+    q, k, v = (randn(N, h, T, d_k, seed=s) for s in (6, 7, 8))
+    lengths = [5, 3]
+    mha = torch.nn.MultiheadAttention(h * d_k, h, bias=False, batch_first=True).eval()
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.eye(h * d_k).repeat(3, 1))
+        merged = [x.transpose(1, 2).reshape(N, T, h * d_k) for x in (q, k, v)]
+        _, theirs = mha(*merged, attn_mask=~causal_mask(T), key_padding_mask=~padding_mask(lengths),
+                        average_attn_weights=False)
+    _, ours = scaled_dot_product_attention(q, k, v, padding_mask(lengths)[:, None, None, :] & causal_mask(T))
+    torch.testing.assert_close(ours, theirs)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_padding_and_causal_never_give_nan(dtype, side):
+    """Left padding with a causal mask leaves padded queries with no key at all."""
+    N, h, T, d_k = 3, 2, 5, 4
+    q, k, v = (randn(N, h, T, d_k, seed=s, dtype=dtype) for s in (9, 10, 11))
+    pad = padding_mask([5, 2, 0], max_len=T)  # (N, T), the last sequence is all padding
+    pad = pad if side == "right" else pad.flip(-1)
+    allowed = pad[:, None, None, :] & causal_mask(T)  # (N, 1, T, T)
+    out, weights = scaled_dot_product_attention(q, k, v, allowed)
+    assert not out.isnan().any() and not weights.isnan().any()
+    ref_out, ref_weights = reference(q, k, v, allowed)
+    empty = ~allowed.any(dim=-1)  # (N, 1, T): queries with no key
+    assert empty.any()
+    assert (weights[empty.expand(N, h, T)] == 0).all() and (out[empty.expand(N, h, T)] == 0).all()
+    tolerance = {torch.float16: 2e-2, torch.bfloat16: 5e-2, torch.float32: 1e-5, torch.float64: 1e-12}[dtype]
+    torch.testing.assert_close(weights.double(), ref_weights, atol=tolerance, rtol=0)
+    torch.testing.assert_close(out.double(), ref_out, atol=tolerance, rtol=0)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_minus_1e9_is_minus_inf_in_float16_only(dtype):
+    converted = torch.tensor(-1e9).to(dtype)
+    assert converted.isinf().item() == (dtype == torch.float16)
+
+
+def test_no_output_depends_on_a_later_token():
+    T, d = 7, 6
+    x = randn(T, d, seed=12)
+    w_q, w_k, w_v = randn(3, d, d, seed=13)
+    generator = torch.Generator().manual_seed(14)
+
+    def attend(inputs):
+        return scaled_dot_product_attention(inputs @ w_q, inputs @ w_k, inputs @ w_v, causal_mask(T))[0]
+
+    for t in range(T - 1):
+        changed = x.clone()
+        changed[t + 1:] = torch.randn(T - t - 1, d, generator=generator)
+        torch.testing.assert_close(attend(changed)[: t + 1], attend(x)[: t + 1], rtol=0, atol=1e-6)
+        assert (attend(changed)[t + 1:] - attend(x)[t + 1:]).abs().max() > 1e-3
+
+
+# --- property tests ------------------------------------------------------------------------
+
+sizes = st.integers(1, 4)
+
+
+@st.composite
+def masked_problems(draw):
+    """Random (N, h, T_q, T_k, d_k, d_v), inputs and a bool mask of a broadcastable shape."""
+    N, h, T_q, T_k, d_k, d_v = (draw(sizes) for _ in range(6))
+    seed = draw(st.integers(0, 2**16))
+    q, k, v = randn(N, h, T_q, d_k, seed=seed), randn(N, h, T_k, d_k, seed=seed + 1), randn(N, h, T_k, d_v, seed=seed + 2)
+    shape = draw(st.sampled_from([(N, h, T_q, T_k), (N, 1, T_q, T_k), (N, 1, 1, T_k), (T_q, T_k)]))
+    bits = draw(st.lists(st.booleans(), min_size=math.prod(shape), max_size=math.prod(shape)))
+    return q, k, v, torch.tensor(bits, dtype=torch.bool).reshape(shape)
+
+
+@settings(max_examples=50, deadline=None)
+@given(masked_problems())
+def test_random_bool_masks_against_float64_and_pytorch(problem):
+    q, k, v, allowed = problem
+    out, weights = scaled_dot_product_attention(q, k, v, allowed)
+    ref_out, ref_weights = reference(q, k, v, allowed)
+    torch.testing.assert_close(weights.double(), ref_weights, atol=1e-5, rtol=0)
+    torch.testing.assert_close(out.double(), ref_out, atol=1e-5, rtol=0)
+    assert (weights[~allowed.expand_as(weights)] == 0).all()
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=allowed))
+
+
+@settings(max_examples=50, deadline=None)
+@given(masked_problems())
+def test_random_causal_masks_against_float64_and_pytorch(problem):
+    q, k, v, _ = problem
+    T_q, T_k = q.shape[-2], k.shape[-2]
+    out, weights = scaled_dot_product_attention(q, k, v, causal_mask(T_q, T_k))
+    ref_out, ref_weights = reference(q, k, v, torch.ones(T_q, T_k, dtype=torch.bool).tril())
+    torch.testing.assert_close(weights.double(), ref_weights, atol=1e-5, rtol=0)
+    torch.testing.assert_close(out.double(), ref_out, atol=1e-5, rtol=0)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, is_causal=True))
