@@ -1,0 +1,337 @@
+"""The built HTML book, as its readers meet it: checked in a real, headless Chromium.
+
+Needs the built book (``make build``) and Debian's ``chromium`` and ``chromium-driver``;
+``make test-browser`` provides both, then runs this file. The HTML is served on localhost by
+Python's ``http.server``; the browser may fetch nothing else.
+
+Through every page of ``_toc.yml``: no console errors, every request served from localhost,
+math typeset by MathJax, every image loaded. Then: the search page finds "softmax"; each
+chapter's Colab button opens its committed notebook on the repository's branch; figures keep
+a white background in dark mode; the print stylesheet does not cut figures. A screenshot of a
+chapter page is saved to ``_build/screenshots/``. Static checks of the HTML (no external
+scripts, styles or fonts; every public name of the package in the API page) need no browser
+and run first.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+from bs4 import BeautifulSoup
+
+ROOT = Path(__file__).resolve().parent.parent
+# The build folder may be moved (`jupyter-book build --path-output DIR` builds DIR/_build).
+BUILD = Path(os.environ.get("ATTENTION_BOOK_BUILD", ROOT / "_build")).resolve()
+HTML = BUILD / "html"
+SCREENSHOTS = BUILD / "screenshots"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+COLAB = "https://colab.research.google.com/github/"
+WHITE = "rgb(255, 255, 255)"
+
+
+# --- what the book should contain ------------------------------------------------------------
+def _toc_files(node) -> list[str]:
+    files = []
+    if isinstance(node, dict):
+        if "file" in node:
+            files.append(node["file"])
+        for key in ("root", "parts", "chapters", "sections"):
+            value = node.get(key)
+            if key == "root" and value:
+                files.append(value)
+            elif isinstance(value, list):
+                for child in value:
+                    files += _toc_files(child)
+    return files
+
+
+TOC_PAGES = [Path(f).with_suffix("").as_posix() for f in _toc_files(yaml.safe_load((ROOT / "_toc.yml").read_text()))]
+CHAPTER_PAGES = [page for page in TOC_PAGES if page.startswith("book/chapters/")]
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+
+
+def _html(page: str) -> Path:
+    return HTML / f"{page}.html"
+
+
+def _soup(page: str) -> BeautifulSoup:
+    path = _html(page)
+    assert path.is_file(), f"{path} is missing: build the book (`make build`)"
+    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+
+
+@functools.cache
+def _tracked_files() -> frozenset[str]:
+    out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True)
+    return frozenset(out.stdout.splitlines())
+
+
+def _chapter_with_figure() -> str:
+    for page in CHAPTER_PAGES:
+        if _soup(page).select(".cell_output img"):
+            return page
+    raise AssertionError("no chapter page has a figure in a cell output")
+
+
+# --- static checks of the HTML (no browser) ---------------------------------------------------
+def test_the_toc_lists_chapters_and_every_toc_page_is_built():
+    assert CHAPTER_PAGES, "_toc.yml lists no chapter"
+    missing = [page for page in TOC_PAGES if not _html(page).is_file()]
+    assert not missing, f"pages of _toc.yml not in {HTML}: {missing}"
+
+
+EXTERNAL = re.compile(r"^(https?:)?//", re.I)
+
+
+def test_no_page_loads_anything_from_the_internet():
+    """Scripts, styles, fonts, images and frames are served with the book (links may leave)."""
+    offenders = []
+    for path in sorted(HTML.rglob("*.html")):
+        soup = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+        for tag, attribute in (("script", "src"), ("img", "src"), ("iframe", "src"),
+                               ("source", "src"), ("link", "href")):
+            for element in soup.find_all(tag):
+                url = element.get(attribute) or ""
+                if tag == "link" and not {"stylesheet", "preload", "icon", "modulepreload",
+                                          "prefetch", "manifest"} & set(element.get("rel", [])):
+                    continue
+                if EXTERNAL.match(url):
+                    offenders.append(f"{path.relative_to(HTML)}: <{tag} {attribute}={url}>")
+        for style in soup.find_all("style"):
+            offenders += [f"{path.relative_to(HTML)}: <style> {u}" for u in re.findall(r"url\(\s*['\"]?(?:https?:)?//[^)]*\)", style.text)]
+    for css in sorted(HTML.rglob("*.css")):
+        text = css.read_text(encoding="utf-8", errors="replace")
+        offenders += [f"{css.relative_to(HTML)}: {u}" for u in re.findall(r"(?:url\(|@import\s+)\s*['\"]?(?:https?:)?//[^)'\";]*", text)]
+    assert not offenders, "external resources:\n" + "\n".join(offenders)
+
+
+def test_mathjax_is_served_by_the_book():
+    scripts = [s.get("src", "") for s in _soup(CHAPTER_PAGES[0]).find_all("script")]
+    mathjax = [src for src in scripts if "mathjax" in src.lower()]
+    assert mathjax, "no MathJax script on a chapter page"
+    for src in mathjax:
+        local = (_html(CHAPTER_PAGES[0]).parent / src).resolve()
+        assert local.is_file(), f"MathJax script {src} is not in the built book"
+
+
+def test_every_public_name_is_in_the_api_reference():
+    import attention_book
+
+    documented = {dt.get("id") for dt in _soup("book/api").select("dt.sig[id]")}
+    missing = [name for name in attention_book.__all__ if f"attention_book.{name}" not in documented]
+    assert attention_book.__all__
+    assert not missing, f"public names missing from the API page (rebuild the book?): {missing}"
+
+
+def test_each_colab_button_opens_a_committed_notebook_on_the_branch():
+    org_repo = urlsplit(CONFIG["repository"]["url"]).path.strip("/")
+    branch = CONFIG["repository"]["branch"]
+    for page in CHAPTER_PAGES:
+        links = [a["href"] for a in _soup(page).find_all("a", href=True) if a["href"].startswith(COLAB)]
+        assert len(links) == 1, f"{page}: expected one Colab button, found {links}"
+        match = re.fullmatch(re.escape(COLAB) + r"([^/]+/[^/]+)/blob/([^/]+)/(.+)", links[0])
+        assert match, f"{page}: unexpected Colab URL {links[0]}"
+        assert match[1] == org_repo, f"{page}: Colab opens {match[1]}, not {org_repo}"
+        assert match[2] == branch == "main", f"{page}: Colab opens branch {match[2]}"
+        assert match[3] == f"{page}.ipynb", f"{page}: Colab opens {match[3]}"
+        assert match[3] in _tracked_files(), f"{page}: {match[3]} is not committed (git ls-files)"
+
+
+# --- the browser -------------------------------------------------------------------------------
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 (the signature of the base class)
+        pass
+
+
+@pytest.fixture(scope="module")
+def site():
+    """The built book on http://127.0.0.1:<free port>/."""
+    assert (HTML / "index.html").is_file(), "build the book first (`make build`)"
+    handler = functools.partial(_QuietHandler, directory=str(HTML))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    assert CHROMIUM.is_file() and CHROMEDRIVER.is_file(), (
+        "install Debian's chromium and chromium-driver (`make test-browser` does)"
+    )
+    profile = tempfile.mkdtemp(prefix="attention-book-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", "--window-size=1280,1800", f"--user-data-dir={profile}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
+    driver.set_page_load_timeout(60)
+    driver.set_script_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def _requests(driver) -> list[str]:
+    """URLs the page requested since the last call (Chrome's performance log)."""
+    import json
+
+    urls = []
+    for entry in driver.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message["method"] == "Network.requestWillBeSent":
+            urls.append(message["params"]["request"]["url"])
+    return urls
+
+
+def _console_errors(driver) -> list[str]:
+    return [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+_WAIT_FOR_PAGE = """
+const done = arguments[arguments.length - 1];
+(async () => {
+  const images = Array.from(document.images);
+  images.forEach(img => { img.loading = "eager"; });
+  await Promise.all(images.map(img => img.complete ? null :
+      new Promise(resolve => { img.onload = img.onerror = resolve; })));
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    await MathJax.startup.promise;
+  }
+  done(true);
+})().catch(error => done(String(error)));
+"""
+
+
+def _open(driver, url: str) -> None:
+    driver.get(url)
+    result = driver.execute_async_script(_WAIT_FOR_PAGE)
+    assert result is True, f"{url}: {result}"
+
+
+@pytest.mark.parametrize("page", TOC_PAGES)
+def test_page_in_the_browser(browser, site, page):
+    _requests(browser), _console_errors(browser)  # start from empty logs
+    _open(browser, f"{site}/{page}.html")
+
+    errors = _console_errors(browser)
+    assert not errors, f"{page}: console errors:\n" + "\n".join(errors)
+
+    outside = [url for url in _requests(browser)  # chrome:, data:, blob: never leave the machine
+               if urlsplit(url).scheme in {"http", "https", "ws", "wss", "ftp"}
+               and not url.startswith(site + "/")]
+    assert not outside, f"{page}: requests outside the book: {outside}"
+
+    broken = browser.execute_script(
+        "return Array.from(document.images)"
+        ".filter(img => !(img.complete && img.naturalWidth > 0)).map(img => img.src);")
+    assert not broken, f"{page}: images that did not load: {broken}"
+
+    math = browser.execute_script("""
+        const math = Array.from(document.querySelectorAll('article .math, .bd-article .math'));
+        return {total: math.length,
+                untypeset: math.filter(el => !el.querySelector('mjx-container')).length,
+                containers: document.querySelectorAll('mjx-container').length,
+                errors: document.querySelectorAll('mjx-merror, mjx-container [data-mjx-error]').length};
+    """)
+    if math["total"] or page in CHAPTER_PAGES:  # every chapter has math
+        assert math["containers"] > 0, f"{page}: MathJax rendered nothing ({math})"
+        assert math["untypeset"] == 0, f"{page}: math left as TeX source ({math})"
+        assert math["errors"] == 0, f"{page}: TeX errors in the math ({math})"
+
+    if page in CHAPTER_PAGES:  # the Colab button, as the browser resolves it
+        org_repo = urlsplit(CONFIG["repository"]["url"]).path.strip("/")
+        hrefs = browser.execute_script(
+            f"return Array.from(document.querySelectorAll('a[href^=\"{COLAB}\"]')).map(a => a.href);")
+        assert hrefs == [f"{COLAB}{org_repo}/blob/main/{page}.ipynb"], f"{page}: {hrefs}"
+
+
+def test_search_finds_softmax(browser, site):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    _console_errors(browser)
+    browser.get(f"{site}/search.html?q=softmax")
+    results = WebDriverWait(browser, 60).until(
+        lambda d: d.execute_script(
+            "return Array.from(document.querySelectorAll('#search-results ul.search li a'))"
+            ".map(a => a.getAttribute('href'));") or False)
+    assert any("chapters/" in href for href in results), f"no chapter among {results}"
+    assert not _console_errors(browser)
+
+
+def _set_mode(driver, mode: str) -> None:
+    """What the theme's light/dark switch stores (pydata-sphinx-theme: `mode` and `theme`)."""
+    driver.execute_script(
+        "localStorage.setItem('mode', arguments[0]); localStorage.setItem('theme', arguments[0]);",
+        mode)
+
+
+def test_screenshot_and_dark_mode(browser, site):
+    page = _chapter_with_figure()
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    _open(browser, f"{site}/{page}.html")
+    _set_mode(browser, "light")
+    _open(browser, f"{site}/{page}.html")
+    figure = "document.querySelector('.cell_output img')"
+    browser.execute_script(f"{figure}.scrollIntoView({{block: 'center'}});")
+    light = SCREENSHOTS / f"{Path(page).name}.png"
+    assert browser.save_screenshot(str(light)) and light.stat().st_size > 10_000
+
+    _set_mode(browser, "dark")
+    _open(browser, f"{site}/{page}.html")
+    state = browser.execute_script(f"""
+        {figure}.scrollIntoView({{block: 'center'}});
+        return {{theme: document.documentElement.dataset.theme,
+                page: getComputedStyle(document.body).backgroundColor,
+                figure: getComputedStyle({figure}).backgroundColor,
+                filter: getComputedStyle({figure}).filter}};""")
+    dark = SCREENSHOTS / f"{Path(page).name}-dark.png"
+    assert browser.save_screenshot(str(dark)) and dark.stat().st_size > 10_000
+    _set_mode(browser, "light")
+    assert state["theme"] == "dark", state
+    assert state["page"] != WHITE, f"the theme's dark mode did not darken the page: {state}"
+    assert state["figure"] == WHITE, f"figures lose their white background in dark mode: {state}"
+    assert state["filter"] == "none", f"figures are dimmed in dark mode: {state}"
+
+
+def test_print_keeps_figures_whole(browser, site):
+    page = _chapter_with_figure()
+    _open(browser, f"{site}/{page}.html")
+    browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
+    try:
+        styles = browser.execute_script("""
+            const width = document.documentElement.clientWidth;
+            return Array.from(document.querySelectorAll('.cell_output img')).map(img => {
+              const style = getComputedStyle(img), box = img.getBoundingClientRect();
+              return {src: img.src, maxWidth: style.maxWidth, breakInside: style.breakInside,
+                      left: box.left, right: box.right, width: width};
+            });""")
+    finally:
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
+    assert styles, f"{page}: no figure"
+    for style in styles:
+        assert style["maxWidth"] == "100%", style
+        assert style["breakInside"] == "avoid", style
+        assert style["left"] >= 0 and style["right"] <= style["width"] + 1, f"figure cut: {style}"
