@@ -1,0 +1,367 @@
+"""Tests of attention_book.MultiHeadAttention against torch.nn.MultiheadAttention and float64."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attention_book import MultiHeadAttention, merge_heads, padding_mask, split_heads
+
+
+def copy_from_torch(ours: MultiHeadAttention, reference: nn.MultiheadAttention) -> None:
+    """Load nn.MultiheadAttention's weights (in_proj stacks W_q, W_k, W_v) into ours."""
+    weights = reference.in_proj_weight.chunk(3)
+    biases = reference.in_proj_bias.chunk(3)
+    with torch.no_grad():
+        for layer, w, b in zip((ours.q_proj, ours.k_proj, ours.v_proj), weights, biases):
+            layer.weight.copy_(w)
+            layer.bias.copy_(b)
+    ours.out_proj.load_state_dict(reference.out_proj.state_dict())
+
+
+def pair(d_model, num_heads, dtype=torch.float32, seed=0):
+    torch.manual_seed(seed)
+    reference = nn.MultiheadAttention(d_model, num_heads, batch_first=True, dtype=dtype).eval()
+    with torch.no_grad():  # nonzero biases, so that a lost bias would show
+        reference.in_proj_bias.normal_()
+        reference.out_proj.bias.normal_()
+    ours = MultiHeadAttention(d_model, num_heads).to(dtype).eval()
+    copy_from_torch(ours, reference)
+    return ours, reference
+
+
+def randn(*shape, seed, dtype=torch.float32):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+def float64_reference(module, query, key, value, keep=None):
+    """Multi-head attention written out in float64 with an explicit loop over heads."""
+    d = module.d_k
+    q, k, v = (x.double() for x in (query, key, value))
+    proj = lambda layer, x: x @ layer.weight.double().T + layer.bias.double()  # noqa: E731
+    Q, K, V = proj(module.q_proj, q), proj(module.k_proj, k), proj(module.v_proj, v)
+    heads = []
+    for i in range(module.num_heads):
+        cols = slice(i * d, (i + 1) * d)
+        scores = Q[..., cols] @ K[..., cols].transpose(-2, -1) / math.sqrt(d)  # (N, T_q, T_k)
+        if keep is not None:
+            scores = scores.masked_fill(~keep[:, None, :], float("-inf"))
+        heads.append(torch.softmax(scores, dim=-1) @ V[..., cols])  # (N, T_q, d_k)
+    return proj(module.out_proj, torch.cat(heads, dim=-1))
+
+
+SHAPES = [  # N, T_q, T_k, d_model, h
+    (1, 1, 1, 8, 1),
+    (2, 5, 5, 12, 3),
+    (3, 4, 7, 16, 4),
+    (2, 9, 3, 32, 8),
+    (1, 6, 10, 24, 2),
+]
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+@pytest.mark.parametrize("N, T_q, T_k, d_model, h", SHAPES)
+def test_equals_torch_multihead(N, T_q, T_k, d_model, h, need_weights):
+    ours, reference = pair(d_model, h)
+    query, memory = randn(N, T_q, d_model, seed=1), randn(N, T_k, d_model, seed=2)
+    expected, expected_w = reference(query, memory, memory, average_attn_weights=False)
+    got, got_w = ours(query, memory, need_weights=need_weights)
+    torch.testing.assert_close(got, expected)
+    if need_weights:
+        torch.testing.assert_close(got_w, expected_w)
+    else:
+        assert got_w is None
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_equals_torch_multihead_with_padding(need_weights):
+    ours, reference = pair(16, 4)
+    query, memory = randn(3, 5, 16, seed=3), randn(3, 7, 16, seed=4)
+    keep = padding_mask([7, 4, 1], 7)  # (N, T_k)
+    expected, expected_w = reference(
+        query, memory, memory, key_padding_mask=~keep, average_attn_weights=False
+    )
+    got, got_w = ours(query, memory, mask=keep[:, None, None, :], need_weights=need_weights)
+    torch.testing.assert_close(got, expected)
+    if need_weights:
+        torch.testing.assert_close(got_w, expected_w)
+        assert torch.equal(got_w[1, :, :, 4:], torch.zeros(4, 5, 3))
+
+
+def test_self_attention_equals_torch_fast_path():
+    """Self-attention, query is key is value, under no_grad: nn.MultiheadAttention's fast path."""
+    ours, reference = pair(32, 4)
+    x = randn(2, 6, 32, seed=5)
+    keep = padding_mask([6, 3], 6)
+    with torch.no_grad():
+        expected, _ = reference(x, x, x, key_padding_mask=~keep, need_weights=False)
+        got, _ = ours(x, mask=keep[:, None, None, :])
+    torch.testing.assert_close(got[:, :3], expected[:, :3])  # fast path leaves padded queries undefined
+    torch.testing.assert_close(got[0], expected[0])
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_float64_equals_reference_loop(need_weights):
+    ours, reference = pair(24, 3, dtype=torch.float64)
+    query = randn(2, 4, 24, seed=6, dtype=torch.float64)
+    memory = randn(2, 5, 24, seed=7, dtype=torch.float64)
+    keep = padding_mask([5, 2], 5)
+    got, _ = ours(query, memory, mask=keep[:, None, None, :], need_weights=need_weights)
+    expected = float64_reference(ours, query, memory, memory, keep)
+    torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
+    expected_torch, _ = reference(query, memory, memory, key_padding_mask=~keep)
+    torch.testing.assert_close(got, expected_torch, rtol=1e-12, atol=1e-12)
+
+
+def test_float32_close_to_float64():
+    ours, _ = pair(48, 6)
+    query, memory = randn(2, 8, 48, seed=8), randn(2, 11, 48, seed=9)
+    expected = float64_reference(ours, query, memory, memory)
+    for need_weights in (True, False):
+        got, _ = ours(query, memory, need_weights=need_weights)
+        assert (got.double() - expected).abs().max() < 1e-5
+
+
+def test_fused_and_teaching_paths_agree_with_causal_mask():
+    torch.manual_seed(0)
+    module = MultiHeadAttention(32, 4).eval()
+    x = randn(3, 9, 32, seed=10)
+    causal = torch.ones(9, 9, dtype=torch.bool).tril()  # (T_q, T_k) broadcasts
+    fused, _ = module(x, mask=causal)
+    teaching, weights = module(x, mask=causal, need_weights=True)
+    torch.testing.assert_close(fused, teaching)
+    assert torch.equal(weights.triu(1), torch.zeros_like(weights))
+    torch.testing.assert_close(weights.sum(-1), torch.ones(3, 4, 9))
+
+
+def test_key_and_value_defaults():
+    torch.manual_seed(0)
+    module = MultiHeadAttention(16, 2).eval()
+    x, memory = randn(2, 4, 16, seed=11), randn(2, 6, 16, seed=12)
+    torch.testing.assert_close(module(x)[0], module(x, x, x)[0])
+    torch.testing.assert_close(module(x, memory)[0], module(x, memory, memory)[0])
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_fully_masked_query_gives_bias_not_nan(dtype, need_weights):
+    torch.manual_seed(0)
+    module = MultiHeadAttention(16, 4).to(dtype).eval()
+    x = randn(2, 5, 16, seed=13).to(dtype)
+    mask = torch.ones(5, 5, dtype=torch.bool)
+    mask[2] = False  # query 2 may attend to nothing
+    out, weights = module(x, mask=mask, need_weights=need_weights)
+    assert not out.isnan().any()
+    torch.testing.assert_close(out[:, 2], module.out_proj.bias.expand(2, 16))
+    if need_weights:
+        assert torch.equal(weights[:, :, 2], torch.zeros(2, 4, 5, dtype=dtype))
+
+
+def test_fully_padded_sequence_does_not_nan():
+    torch.manual_seed(0)
+    module = MultiHeadAttention(16, 4).eval()
+    x = randn(2, 5, 16, seed=14)
+    keep = padding_mask([5, 0], 5)[:, None, None, :]  # sequence 1 is all padding
+    for need_weights in (True, False):
+        out, _ = module(x, mask=keep, need_weights=need_weights)
+        torch.testing.assert_close(out[1], module.out_proj.bias.expand(5, 16))
+
+
+def test_gradients_of_fused_path_match_teaching_path():
+    torch.manual_seed(0)
+    module = MultiHeadAttention(24, 3)
+    query, memory = randn(2, 5, 24, seed=15), randn(2, 7, 24, seed=16)
+    keep = padding_mask([7, 3], 7)[:, None, None, :]
+    target = randn(2, 5, 24, seed=17)
+    grads = []
+    for need_weights in (False, True):
+        module.zero_grad()
+        q, m = query.clone().requires_grad_(), memory.clone().requires_grad_()
+        out, _ = module(q, m, mask=keep, need_weights=need_weights)
+        ((out - target) ** 2).sum().backward()
+        grads.append([p.grad.clone() for p in module.parameters()] + [q.grad, m.grad])
+    for fused, teaching in zip(*grads):
+        assert fused.abs().sum() > 0  # every parameter and input receives a gradient
+        torch.testing.assert_close(fused, teaching)
+
+
+def test_gradients_match_torch_multihead():
+    ours, reference = pair(16, 4)
+    reference.train()  # dropout is 0: train mode only changes the code path
+    x = randn(2, 6, 16, seed=18)
+    out_ours, _ = ours(x)
+    out_ref, _ = reference(x, x, x, need_weights=False)
+    out_ours.square().sum().backward()
+    out_ref.square().sum().backward()
+    g_in = torch.cat([ours.q_proj.weight.grad, ours.k_proj.weight.grad, ours.v_proj.weight.grad])
+    torch.testing.assert_close(g_in, reference.in_proj_weight.grad)
+    torch.testing.assert_close(ours.out_proj.weight.grad, reference.out_proj.weight.grad)
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_dropout_only_in_training(need_weights):
+    torch.manual_seed(0)
+    module = MultiHeadAttention(32, 4, dropout=0.5)
+    x = randn(2, 8, 32, seed=19)
+    module.eval()
+    torch.manual_seed(1)
+    eval_a, _ = module(x, need_weights=need_weights)
+    torch.manual_seed(2)
+    eval_b, _ = module(x, need_weights=need_weights)
+    assert torch.equal(eval_a, eval_b)  # eval: deterministic, no dropout
+    module.train()
+    torch.manual_seed(1)
+    train_a, _ = module(x, need_weights=need_weights)
+    torch.manual_seed(2)
+    train_b, _ = module(x, need_weights=need_weights)
+    torch.manual_seed(1)
+    train_a_again, _ = module(x, need_weights=need_weights)
+    assert not torch.allclose(train_a, train_b)
+    assert not torch.allclose(train_a, eval_a)
+    torch.testing.assert_close(train_a, train_a_again)  # the same seed, the same mask
+
+
+def test_dropout_on_weights_in_training():
+    torch.manual_seed(0)
+    module = MultiHeadAttention(32, 4, dropout=0.5).train()
+    x = randn(1, 16, 32, seed=20)
+    torch.manual_seed(3)
+    out, weights = module(x, need_weights=True)
+    dropped = (weights == 0).float().mean()
+    assert 0.35 < dropped < 0.65  # about half of the weights are zeroed
+    kept = weights[weights != 0]
+    module.eval()
+    _, clean = module(x, need_weights=True)
+    torch.testing.assert_close(kept, 2 * clean[weights != 0])  # survivors scaled by 1/(1-p)
+    v = split_heads(module.v_proj(x), 4)
+    torch.testing.assert_close(out, module.out_proj(merge_heads(weights @ v)))
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_zero_dropout_training_equals_eval(need_weights):
+    torch.manual_seed(0)
+    module = MultiHeadAttention(16, 2)
+    x = randn(2, 5, 16, seed=21)
+    train_out, _ = module.train()(x, need_weights=need_weights)
+    eval_out, _ = module.eval()(x, need_weights=need_weights)
+    assert torch.equal(train_out, eval_out)
+
+
+def test_split_merge_heads():
+    x = torch.arange(2 * 5 * 12.0).view(2, 5, 12)
+    heads = split_heads(x, 3)
+    assert heads.shape == (2, 3, 5, 4)
+    assert torch.equal(heads[1, 2, 4], x[1, 4, 8:12])  # head 2 of token 4 of sequence 1
+    assert torch.equal(merge_heads(heads), x)
+    assert not torch.equal(heads, x.view(2, 3, 5, 4))  # the view-without-permute bug
+
+
+def test_global_projection_equals_per_head_projections():
+    torch.manual_seed(0)
+    module = MultiHeadAttention(12, 3)
+    x = randn(2, 5, 12, seed=22)
+    q = split_heads(module.q_proj(x), 3)  # (N, h, T, d_k)
+    for i in range(3):
+        rows = slice(4 * i, 4 * (i + 1))
+        expected = F.linear(x, module.q_proj.weight[rows], module.q_proj.bias[rows])
+        torch.testing.assert_close(q[:, i], expected)
+
+
+def test_submodules_and_bias_flag():
+    module = MultiHeadAttention(16, 4, bias=False)
+    for name in ("q_proj", "k_proj", "v_proj", "out_proj"):
+        layer = getattr(module, name)
+        assert isinstance(layer, nn.Linear)
+        assert layer.weight.shape == (16, 16) and layer.bias is None
+    assert MultiHeadAttention(16, 4).q_proj.bias.shape == (16,)
+
+
+# --- bad input --------------------------------------------------------------------------
+
+
+def test_d_model_not_divisible():
+    with pytest.raises(ValueError, match=r"d_model=10 is not divisible by num_heads=3"):
+        MultiHeadAttention(10, 3)
+
+
+@pytest.mark.parametrize("d_model, num_heads", [(0, 1), (-8, 2), (8, 0), (8, -2)])
+def test_non_positive_sizes(d_model, num_heads):
+    with pytest.raises(ValueError, match=r"must be positive"):
+        MultiHeadAttention(d_model, num_heads)
+
+
+def test_non_integer_sizes():
+    with pytest.raises(TypeError, match=r"d_model must be an int, got float"):
+        MultiHeadAttention(8.0, 2)
+    with pytest.raises(TypeError, match=r"num_heads must be an int, got bool"):
+        MultiHeadAttention(8, True)
+
+
+@pytest.mark.parametrize("dropout", [-0.1, 1.0, 1.5])
+def test_bad_dropout(dropout):
+    with pytest.raises(ValueError, match=r"dropout must be in \[0, 1\)"):
+        MultiHeadAttention(8, 2, dropout=dropout)
+
+
+@pytest.fixture
+def module():
+    torch.manual_seed(0)
+    return MultiHeadAttention(8, 2)
+
+
+@pytest.mark.parametrize("name", ["query", "key", "value"])
+def test_wrong_last_dimension(module, name):
+    inputs = {"query": torch.randn(2, 3, 8), "key": torch.randn(2, 4, 8), "value": torch.randn(2, 4, 8)}
+    inputs[name] = torch.randn(2, inputs[name].shape[1], 6)
+    with pytest.raises(ValueError, match=rf"{name} must have shape \(N, T, d_model\) with d_model=8, got \(2, \d, 6\)"):
+        module(inputs["query"], inputs["key"], inputs["value"])
+
+
+def test_wrong_number_of_dimensions(module):
+    with pytest.raises(ValueError, match=r"query must have shape \(N, T, d_model\).*got \(3, 8\)"):
+        module(torch.randn(3, 8))
+
+
+def test_mismatched_batch_sizes(module):
+    with pytest.raises(ValueError, match=r"same batch size N, got query \(2, 3, 8\), key \(3, 4, 8\)"):
+        module(torch.randn(2, 3, 8), torch.randn(3, 4, 8), torch.randn(3, 4, 8))
+
+
+def test_key_value_length_mismatch(module):
+    with pytest.raises(ValueError, match=r"key and value must have the same length T_k, got key \(2, 4, 8\) and value \(2, 5, 8\)"):
+        module(torch.randn(2, 3, 8), torch.randn(2, 4, 8), torch.randn(2, 5, 8))
+
+
+def test_non_tensor_and_non_floating_inputs(module):
+    with pytest.raises(TypeError, match=r"query must be a torch.Tensor, got list"):
+        module([[1.0] * 8])
+    with pytest.raises(TypeError, match=r"key must be a floating-point tensor, got dtype torch.int64"):
+        module(torch.randn(2, 3, 8), torch.ones(2, 3, 8, dtype=torch.long))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.uint8])
+def test_non_bool_mask(module, dtype):
+    mask = torch.ones(2, 1, 1, 3, dtype=dtype)
+    with pytest.raises(TypeError, match=rf"mask must be a bool tensor \(True = may attend\), got {dtype}"):
+        module(torch.randn(2, 3, 8), mask=mask)
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [(2, 5), (3, 1, 5), (3, 1, 1, 5), (2, 2, 2, 4, 5), (4, 4), (5, 4)],
+    ids=["padding not reshaped", "wrong h", "wrong N", "five dims", "wrong T_k", "swapped"],
+)
+def test_mask_that_does_not_broadcast(module, shape):
+    mask = torch.ones(*shape, dtype=torch.bool)
+    query, key = torch.randn(2, 4, 8), torch.randn(2, 5, 8)  # T_q = 4, T_k = 5
+    with pytest.raises(ValueError, match=r"does not broadcast to \(N, h, T_q, T_k\) = \(2, 2, 4, 5\).*\(N, 1, 1, T_k\)"):
+        module(query, key, mask=mask)
+
+
+def test_split_heads_bad_input():
+    with pytest.raises(ValueError, match=r"divisible by num_heads=3, got \(2, 5, 8\)"):
+        split_heads(torch.randn(2, 5, 8), 3)
+    with pytest.raises(ValueError, match=r"x must have shape \(N, h, T, d_k\), got \(5, 8\)"):
+        merge_heads(torch.randn(5, 8))
