@@ -103,6 +103,19 @@ def test_fully_masked_row_gives_zeros_never_nan(dtype, kind):
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask), rtol=0, atol=tolerance)
 
 
+def test_float16_scores_do_not_overflow_before_scaling():
+    g = torch.Generator().manual_seed(2)
+    q = (60 * torch.randn(2, 4, 256, generator=g)).half()  # q @ k^T exceeds float16's 65504
+    k = (60 * torch.randn(2, 4, 256, generator=g)).half()
+    v = torch.randn(2, 4, 8, generator=g).half()
+    assert (q @ k.transpose(-2, -1)).isinf().any()
+    out, weights = scaled_dot_product_attention(q, k, v)
+    assert out.isfinite().all() and weights.isfinite().all()
+    ref_out, _ = reference(q, k, v)
+    torch.testing.assert_close(out.double(), ref_out, rtol=0, atol=1e-2)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v), rtol=0, atol=1e-2)
+
+
 def test_minus_1e9_float_mask_in_float16_is_minus_inf_and_still_safe():
     q, k, v = qkv((3, 4), (3, 4), 2, torch.float16)
     mask = torch.tensor([[0.0, -1e9, 0.0], [-1e9, -1e9, -1e9], [0.0, 0.0, 0.0]])  # float32 mask

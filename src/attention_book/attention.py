@@ -5,7 +5,7 @@
 __all__ = ['scaled_dot_product_attention']
 
 
-# %% book/chapters/02_scaled_dot_product_attention.md, cell 24
+# %% book/chapters/02_scaled_dot_product_attention.md, cell 26
 import math
 
 import torch
@@ -85,12 +85,15 @@ def scaled_dot_product_attention(
         key: ``(..., T_k, d_k)``, what each key position offers.
         value: ``(..., T_k, d_v)``, what each key position carries.
         mask: optional, broadcastable to ``(..., T_q, T_k)``. Bool: True = may attend.
-            Floating: added to the scaled scores (0 keeps, ``-inf`` removes).
+            Floating: cast to the scores' dtype and added to the scaled scores (0 keeps,
+            ``-inf`` removes; a value below the dtype's range, such as -1e9 in float16,
+            becomes ``-inf``).
         scale: multiplies the scores; defaults to ``1 / sqrt(d_k)``.
 
     Returns:
         ``(output, weights)``: output ``(..., T_q, d_v)`` and weights ``(..., T_q, T_k)``.
-        A query whose keys are all masked gets zero weights and a zero output.
+        A query whose keys are all masked (False, or ``-inf``) gets zero weights and a
+        zero output. Finite fill values such as ``finfo.min`` are scores like any other.
 
     Raises:
         TypeError: a non-tensor or non-floating input, mismatched dtypes, an integer mask.
@@ -100,7 +103,8 @@ def scaled_dot_product_attention(
     _check_shapes(query, key, value)
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1])
-    scores = query @ key.transpose(-2, -1) * scale  # (..., T_q, T_k)
+    # Scale the query, not the product: q @ k^T can overflow float16 before it is scaled.
+    scores = (query * scale) @ key.transpose(-2, -1)  # (..., T_q, T_k)
     if mask is not None:
         scores = _masked_scores(scores, mask)  # removed scores are -inf
     fully_masked = scores.amax(dim=-1, keepdim=True) == float("-inf")  # (..., T_q, 1)
