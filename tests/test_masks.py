@@ -238,6 +238,27 @@ def test_minus_1e9_is_minus_inf_in_float16_only(dtype):
     assert converted.isinf().item() == (dtype == torch.float16)
 
 
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_float32_finfo_min_mask_on_a_fully_masked_row(dtype):
+    """A float mask is cast to the scores' dtype: float32's finfo.min is -inf in float16 and
+    bfloat16 (zero weights and output), finite in float32 and float64 (uniform weights)."""
+    q = randn(2, 3, 4, seed=15, dtype=dtype)  # (N, T_q, d_k)
+    k = randn(2, 5, 4, seed=16, dtype=dtype)  # (N, T_k, d_k)
+    v = randn(2, 5, 3, seed=17, dtype=dtype)  # (N, T_k, d_v)
+    mask = torch.full((3, 5), torch.finfo(torch.float32).min)  # float32, every key masked
+    out, weights = scaled_dot_product_attention(q, k, v, mask)
+    if dtype in (torch.float16, torch.bfloat16):
+        ref_out, ref_weights = reference(q, k, v, torch.zeros(3, 5, dtype=torch.bool))
+        assert (ref_weights == 0).all()
+    else:  # float64 softmax of scores + finfo.min: every score rounds to finfo.min
+        scores = q.double() @ k.double().transpose(-2, -1) / 2 + float(torch.finfo(torch.float32).min)
+        ref_weights = torch.softmax(scores, dim=-1)
+        ref_out = ref_weights @ v.double()
+        torch.testing.assert_close(ref_weights, torch.full((2, 3, 5), 0.2, dtype=torch.float64))
+    torch.testing.assert_close(weights.double(), ref_weights, atol=1e-6, rtol=0)
+    torch.testing.assert_close(out.double(), ref_out, atol=1e-5, rtol=0)
+
+
 def test_no_output_depends_on_a_later_token():
     T, d = 7, 6
     x = randn(T, d, seed=12)
