@@ -85,6 +85,21 @@ def test_accepts_a_transformers_config_and_has_its_state_dict_keys():
     assert isinstance(ours.query, torch.nn.Linear) and isinstance(ours.dropout, torch.nn.Dropout)
 
 
+@pytest.mark.parametrize(
+    "hidden_size, heads, error, message",
+    [
+        (16, 0, ValueError, "num_attention_heads must be positive, got 0"),
+        (16, -4, ValueError, "num_attention_heads must be positive, got -4"),
+        (0, 4, ValueError, "hidden_size must be positive, got 0"),
+        (16, 4.0, TypeError, "num_attention_heads must be an int, got float"),
+        ("16", 4, TypeError, "hidden_size must be an int, got str"),
+    ],
+)
+def test_bad_sizes_name_the_setting(hidden_size, heads, error, message):
+    with pytest.raises(error, match=message):
+        BertSelfAttention(BertConfig(hidden_size=hidden_size, num_attention_heads=heads))
+
+
 def test_module_does_not_import_transformers():
     """The package needs only torch: transformers is for the book and the tests."""
     tree = ast.parse(inspect.getsource(attention_book.bert))
@@ -107,6 +122,19 @@ def test_extended_attention_mask_formula(dtype):
     assert torch.equal(mask[:, 0, 0, :], expected)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_extended_attention_mask_is_the_product_formula_with_positive_zeros(dtype):
+    padding = torch.tensor([[1, 1, 0], [1, 0, 0], [0, 0, 0]])
+    mask = extended_attention_mask(padding, dtype=dtype)
+    classic = (1.0 - padding.to(dtype))[:, None, None, :] * torch.finfo(dtype).min
+    assert torch.equal(mask, classic)  # equal values (-0 == +0)
+    assert classic.signbit()[padding.bool()[:, None, None, :]].all()  # the product gives -0
+    assert not mask.signbit()[padding.bool()[:, None, None, :]].any()  # ours gives +0
+    # bool and float 0/1 masks give the same result
+    assert torch.equal(extended_attention_mask(padding.bool(), dtype=dtype), mask)
+    assert torch.equal(extended_attention_mask(padding.float(), dtype=dtype), mask)
+
+
 def test_extended_attention_mask_equals_transformers_eager_mask():
     config = transformers.BertConfig(hidden_size=16, num_attention_heads=4, attn_implementation="eager")
     padding = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0]])
@@ -114,6 +142,7 @@ def test_extended_attention_mask_equals_transformers_eager_mask():
     theirs = create_bidirectional_mask(config=config, inputs_embeds=x, attention_mask=padding)
     assert theirs.shape == (2, 1, 5, 5)
     assert torch.equal(extended_attention_mask(padding).expand(2, 1, 5, 5), theirs)
+    assert torch.equal(extended_attention_mask(padding).expand(2, 1, 5, 5).signbit(), theirs.signbit())
 
 
 def test_extended_attention_mask_bad_input():
@@ -121,10 +150,12 @@ def test_extended_attention_mask_bad_input():
         extended_attention_mask(torch.ones(4))
     with pytest.raises(ValueError, match="only 0 .padding. and 1"):
         extended_attention_mask(torch.tensor([[1, 2]]))
-    with pytest.raises(TypeError, match="dtype must be a floating dtype, got torch.int64"):
+    with pytest.raises(TypeError, match="dtype must be a floating torch.dtype .* got torch.int64"):
         extended_attention_mask(torch.ones(1, 2), dtype=torch.int64)
     with pytest.raises(TypeError, match="attention_mask must be a torch.Tensor, got list"):
         extended_attention_mask([[1, 0]])
+    with pytest.raises(TypeError, match="dtype must be a floating torch.dtype .* got 'float32'"):
+        extended_attention_mask(torch.ones(1, 2), "float32")
 
 
 # --- forward: against a float64 reference ---------------------------------------------------
@@ -268,6 +299,46 @@ def test_wrong_attention_mask_shape(layer_and_input):
         layer(x, torch.zeros(3, 1, 1, 5))
     with pytest.raises(ValueError, match=r"attention_mask of shape \(1, 2, 1, 1, 5\)"):
         layer(x, torch.zeros(1, 2, 1, 1, 5))
+
+
+def test_wrong_attention_mask_rank(layer_and_input):
+    layer, x = layer_and_input
+    for shape in [(5,), (1, 5), (2, 5)]:  # (T,) or (N, T): the extended mask is (N, 1, 1, T)
+        with pytest.raises(ValueError, match=rf"attention_mask of shape \({shape[0]},.*at least 3 dimensions.*extended_attention_mask"):
+            layer(x, torch.zeros(shape))
+    # 3-D masks that broadcast are fine: the same mask for every sequence
+    (context,) = layer(x, torch.zeros(1, 1, 5))
+    assert torch.equal(context, layer(x)[0])
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        torch.tensor([[1.0, 1.0, 1.0, 0.0, 0.0]]),  # (1, T)
+        torch.tensor([[1.0, 1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 0.0, 0.0]])[:, None, None, :],  # (N, 1, 1, T)
+        torch.ones(2, 1, 5, 5),
+    ],
+)
+def test_raw_tokenizer_mask_is_rejected(layer_and_input, raw):
+    layer, x = layer_and_input
+    with pytest.raises(ValueError, match=r"attention_mask holds positive values \(largest 1\).*additive extended mask.*extended_attention_mask"):
+        layer(x, raw)
+
+
+def test_hidden_states_of_another_dtype_than_the_weights(layer_and_input):
+    layer, x = layer_and_input
+    with pytest.raises(TypeError, match="hidden_states has dtype torch.float64 but the module's weights have torch.float32"):
+        layer(x.double())
+    with pytest.raises(TypeError, match="hidden_states has dtype torch.float32 but the module's weights have torch.float64"):
+        copy.deepcopy(layer).double()(x)
+    (context,) = copy.deepcopy(layer).double()(x.double())  # both float64: fine
+    assert context.dtype == torch.float64
+
+
+def test_head_mask_of_another_dtype(layer_and_input):
+    layer, x = layer_and_input
+    with pytest.raises(TypeError, match="head_mask has dtype torch.float64 but hidden_states has torch.float32"):
+        layer(x, head_mask=torch.ones(4, dtype=torch.float64))
 
 
 def test_non_floating_attention_mask(layer_and_input):

@@ -43,48 +43,56 @@ def extended_attention_mask(attention_mask: Tensor, dtype: torch.dtype = torch.f
         dtype: the floating dtype of the scores the mask will be added to.
 
     Returns:
-        ``(N, 1, 1, T)``: 0 for a real token, ``torch.finfo(dtype).min`` for padding. It
-        broadcasts over the heads and the queries of the scores ``(N, h, T, T)``.
+        ``(N, 1, 1, T)`` of ``dtype``: +0 for a real token, ``torch.finfo(dtype).min`` for
+        padding. It broadcasts over the heads and the queries of the scores ``(N, h, T, T)``.
 
     Raises:
-        TypeError: ``attention_mask`` is not a tensor, or ``dtype`` is not floating.
+        TypeError: ``attention_mask`` is not a tensor, or ``dtype`` is not a floating
+            ``torch.dtype``.
         ValueError: ``attention_mask`` is not 2-D, or holds values other than 0 and 1.
     """
     if not isinstance(attention_mask, Tensor):
         raise TypeError(f"attention_mask must be a torch.Tensor, got {type(attention_mask).__name__}")
-    if not dtype.is_floating_point:
-        raise TypeError(f"dtype must be a floating dtype, got {dtype}")
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating torch.dtype such as torch.float32, got {dtype!r}")
     if attention_mask.dim() != 2:
         raise ValueError(
             f"attention_mask must have shape (N, T), got shape {tuple(attention_mask.shape)}"
         )
-    keep = attention_mask.to(dtype)  # (N, T): 1 = real token, 0 = padding
-    if not ((keep == 0) | (keep == 1)).all():
+    if not ((attention_mask == 0) | (attention_mask == 1)).all():
         raise ValueError("attention_mask must hold only 0 (padding) and 1 (real token)")
-    return (1.0 - keep)[:, None, None, :] * torch.finfo(dtype).min  # (N, 1, 1, T)
+    keep = attention_mask.bool()[:, None, None, :]  # (N, 1, 1, T): True = real token
+    zero = torch.zeros((), dtype=dtype, device=attention_mask.device)
+    minimum = torch.full((), torch.finfo(dtype).min, dtype=dtype, device=attention_mask.device)
+    return torch.where(keep, zero, minimum)  # (N, 1, 1, T): +0 keeps, finfo.min removes
 
 
 # %% book/chapters/07_bert_self_attention.md, cell 13
 import math
 
-import torch
-from torch import Tensor, nn
+from torch import nn
 
 from attention_book.multihead import merge_heads, split_heads
 
 
 def _broadcasts_to(shape: torch.Size, target: tuple) -> bool:
-    """Whether a tensor of ``shape`` broadcasts to exactly ``target`` (no new dimensions)."""
-    if len(shape) > len(target):
+    """Whether a tensor of ``shape`` broadcasts to exactly ``target``."""
+    try:
+        return torch.broadcast_shapes(shape, target) == target
+    except RuntimeError:
         return False
-    return all(size in (1, goal) for size, goal in zip(shape[::-1], target[::-1]))
 
 
-def _check_hidden_states(hidden_states: object, hidden_size: int) -> None:
+def _check_hidden_states(hidden_states: object, hidden_size: int, weight_dtype: torch.dtype) -> None:
     if not isinstance(hidden_states, Tensor):
         raise TypeError(f"hidden_states must be a torch.Tensor, got {type(hidden_states).__name__}")
     if not hidden_states.is_floating_point():
         raise TypeError(f"hidden_states must be floating point, got dtype {hidden_states.dtype}")
+    if hidden_states.dtype != weight_dtype:
+        raise TypeError(
+            f"hidden_states has dtype {hidden_states.dtype} but the module's weights have "
+            f"{weight_dtype}; convert one of them (hidden_states.to(...) or module.to(...))"
+        )
     if hidden_states.dim() != 3 or hidden_states.shape[-1] != hidden_size:
         raise ValueError(
             f"hidden_states must have shape (N, T, hidden_size) = (N, T, {hidden_size}), "
@@ -104,18 +112,27 @@ def _check_attention_mask(mask: object, dtype: torch.dtype, scores_shape: tuple)
             f"attention_mask has dtype {mask.dtype} but hidden_states has {dtype}; "
             f"build it with extended_attention_mask(mask, dtype={dtype})"
         )
-    if not _broadcasts_to(mask.shape, scores_shape):
+    if (mask > 0).any():
+        raise ValueError(
+            f"attention_mask holds positive values (largest {mask.max().item():g}): it must be "
+            f"BERT's additive extended mask (0 keeps, finfo.min removes), not the tokenizer's "
+            f"0/1 mask; build it with extended_attention_mask(mask)"
+        )
+    if mask.dim() < 3 or not _broadcasts_to(mask.shape, scores_shape):
         raise ValueError(
             f"attention_mask of shape {tuple(mask.shape)} does not broadcast to the scores' "
-            f"shape (N, h, T, T) = {scores_shape}"
+            f"shape (N, h, T, T) = {scores_shape} with at least 3 dimensions; "
+            f"extended_attention_mask gives (N, 1, 1, T)"
         )
 
 
-def _head_mask_4d(head_mask: object, scores_shape: tuple) -> Tensor:
+def _head_mask_4d(head_mask: object, dtype: torch.dtype, scores_shape: tuple) -> Tensor:
     """A head mask as ``(1, h, 1, 1)`` or another 4-D shape that broadcasts to the scores."""
     if not isinstance(head_mask, Tensor) or not head_mask.is_floating_point():
         kind = head_mask.dtype if isinstance(head_mask, Tensor) else type(head_mask).__name__
         raise TypeError(f"head_mask must be a floating-point tensor, got {kind}")
+    if head_mask.dtype != dtype:
+        raise TypeError(f"head_mask has dtype {head_mask.dtype} but hidden_states has {dtype}")
     num_heads = scores_shape[1]
     if head_mask.shape == (num_heads,):
         return head_mask.view(1, num_heads, 1, 1)  # (1, h, 1, 1)
@@ -137,11 +154,19 @@ class BertSelfAttention(nn.Module):
     ``state_dict`` loads directly.
 
     Raises:
-        ValueError: ``hidden_size`` is not a multiple of ``num_attention_heads``.
+        TypeError: ``hidden_size`` or ``num_attention_heads`` is not an int.
+        ValueError: ``hidden_size`` or ``num_attention_heads`` is not positive, or
+            ``hidden_size`` is not a multiple of ``num_attention_heads``.
     """
 
     def __init__(self, config) -> None:
         super().__init__()
+        for name in ("hidden_size", "num_attention_heads"):
+            size = getattr(config, name)
+            if not isinstance(size, int) or isinstance(size, bool):
+                raise TypeError(f"{name} must be an int, got {type(size).__name__}")
+            if size <= 0:
+                raise ValueError(f"{name} must be positive, got {size}")
         if config.hidden_size % config.num_attention_heads != 0:
             raise ValueError(
                 f"The hidden size ({config.hidden_size}) is not a multiple of the number of "
@@ -183,18 +208,20 @@ class BertSelfAttention(nn.Module):
             ``(N, T, H)``, probs ``(N, h, T, T)`` (after dropout and ``head_mask``).
 
         Raises:
-            TypeError: a non-floating ``hidden_states``, ``attention_mask`` or ``head_mask``,
-                or an ``attention_mask`` whose dtype differs from ``hidden_states``'.
-            ValueError: ``hidden_states`` not ``(N, T, H)``, or a mask that does not broadcast
-                to ``(N, h, T, T)``.
+            TypeError: a non-floating ``hidden_states``, ``attention_mask`` or ``head_mask``;
+                ``hidden_states`` of another dtype than the weights; a mask of another dtype
+                than ``hidden_states``.
+            ValueError: ``hidden_states`` not ``(N, T, H)``; an ``attention_mask`` with a
+                positive value (a raw 0/1 mask, not the additive one) or fewer than 3
+                dimensions; a mask that does not broadcast to ``(N, h, T, T)``.
         """
-        _check_hidden_states(hidden_states, self.hidden_size)
+        _check_hidden_states(hidden_states, self.hidden_size, self.query.weight.dtype)
         N, T, _ = hidden_states.shape
         scores_shape = (N, self.num_attention_heads, T, T)
         if attention_mask is not None:
             _check_attention_mask(attention_mask, hidden_states.dtype, scores_shape)
         if head_mask is not None:
-            head_mask = _head_mask_4d(head_mask, scores_shape)  # broadcasts to (N, h, T, T)
+            head_mask = _head_mask_4d(head_mask, hidden_states.dtype, scores_shape)  # (N, h, T, T)-broadcastable
 
         query = self.transpose_for_scores(self.query(hidden_states))  # (N, h, T, d_k)
         key = self.transpose_for_scores(self.key(hidden_states))  # (N, h, T, d_k)
