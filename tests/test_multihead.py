@@ -1,6 +1,7 @@
 """Tests of attention_book.MultiHeadAttention against torch.nn.MultiheadAttention and float64."""
 
 import math
+import re
 
 import pytest
 import torch
@@ -297,6 +298,28 @@ def test_non_integer_sizes():
         MultiHeadAttention(8.0, 2)
     with pytest.raises(TypeError, match=r"num_heads must be an int, got bool"):
         MultiHeadAttention(8, True)
+    with pytest.raises(TypeError, match=r"num_heads must be an int, got str '2'"):
+        MultiHeadAttention(8, "2")
+
+
+def test_numpy_integer_sizes_accepted():
+    np = pytest.importorskip("numpy")
+    module = MultiHeadAttention(np.int64(8), np.int32(2), dropout=np.float64(0.25))
+    assert (module.d_model, module.num_heads, module.d_k, module.dropout) == (8, 2, 4, 0.25)
+    assert type(module.d_model) is int and type(module.num_heads) is int
+    assert type(module.dropout) is float
+    heads = split_heads(torch.randn(2, 5, 8), np.int64(4))
+    assert heads.shape == (2, 4, 5, 2)
+
+
+@pytest.mark.parametrize("dropout", [None, "0.1", True, torch.tensor(0.1)])
+def test_dropout_not_a_number(dropout):
+    with pytest.raises(TypeError, match=r"dropout must be a number in \[0, 1\), got "):
+        MultiHeadAttention(8, 2, dropout=dropout)
+
+
+def test_integer_dropout_zero_accepted():
+    assert MultiHeadAttention(8, 2, dropout=0).dropout == 0.0
 
 
 @pytest.mark.parametrize("dropout", [-0.1, 1.0, 1.5])
@@ -348,20 +371,100 @@ def test_non_bool_mask(module, dtype):
         module(torch.randn(2, 3, 8), mask=mask)
 
 
+MASK_FORMS = r"mask must be 2-D, broadcastable to \(T_q, T_k\) = \(4, 5\).*or 4-D, broadcastable to \(N, h, T_q, T_k\) = \(2, 2, 4, 5\); got shape "
+
+
 @pytest.mark.parametrize(
     "shape",
-    [(2, 5), (3, 1, 5), (3, 1, 1, 5), (2, 2, 2, 4, 5), (4, 4), (5, 4)],
-    ids=["padding not reshaped", "wrong h", "wrong N", "five dims", "wrong T_k", "swapped"],
+    [(2, 5), (3, 1, 1, 5), (4, 4), (5, 4), (1, 3, 4, 5)],
+    ids=["padding not reshaped", "wrong N", "wrong T_k", "swapped", "wrong h"],
 )
 def test_mask_that_does_not_broadcast(module, shape):
     mask = torch.ones(*shape, dtype=torch.bool)
     query, key = torch.randn(2, 4, 8), torch.randn(2, 5, 8)  # T_q = 4, T_k = 5
-    with pytest.raises(ValueError, match=r"does not broadcast to \(N, h, T_q, T_k\) = \(2, 2, 4, 5\).*\(N, 1, 1, T_k\)"):
+    with pytest.raises(ValueError, match=MASK_FORMS + re.escape(str(shape)) + r".*mask\[:, None, None, :\]"):
         module(query, key, mask=mask)
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [(5,), (2, 1, 5), (2, 4, 5), (1, 4, 5), (1, 2, 2, 4, 5), (1, 1, 1, 1, 5)],
+    ids=["1-D", "3-D (N, 1, T_k)", "3-D (N, T_q, T_k)", "3-D (1, T_q, T_k)", "5-D", "5-D ones"],
+)
+def test_mask_of_other_rank_is_rejected(module, shape):
+    """Only 2-D and 4-D masks: a 3-D mask broadcasts even when it should not (below)."""
+    mask = torch.ones(*shape, dtype=torch.bool)
+    query, key = torch.randn(2, 4, 8), torch.randn(2, 5, 8)  # N = h = 2, T_q = 4, T_k = 5
+    with pytest.raises(ValueError, match=MASK_FORMS + re.escape(str(shape))):
+        module(query, key, mask=mask)
+
+
+def test_per_sequence_3d_mask_rejected_when_batch_equals_heads(module):
+    """(N, T_q, T_k) with N == h would broadcast, giving head 1 of sequence 0 sequence 1's mask."""
+    query = torch.randn(2, 4, 8)  # N = h = 2
+    mask = torch.ones(2, 4, 4, dtype=torch.bool).tril()
+    mask[1, :, 0] = False
+    assert torch.broadcast_shapes(mask.shape, (2, 2, 4, 4)) == (2, 2, 4, 4)  # it would fit
+    with pytest.raises(ValueError, match=r"got shape \(2, 4, 4\)"):
+        module(query, mask=mask)
+    out, weights = module(query, mask=mask[:, None], need_weights=True)  # the 4-D form works
+    assert torch.equal(weights[0, 1, :, 0] > 0, torch.ones(4, dtype=torch.bool))
+    assert torch.equal(weights[1, :, :, 0], torch.zeros(2, 4))
+
+
+def test_2d_mask_is_read_as_queries_by_keys_when_batch_equals_length():
+    """A padding mask (N, T_k) given as 2-D when N == T_q is read as (T_q, T_k): documented."""
+    torch.manual_seed(0)
+    module = MultiHeadAttention(8, 2).eval()
+    x = randn(4, 4, 8, seed=23)  # N = T = 4
+    keep = padding_mask([4, 3, 2, 1], 4)  # (N, T_k)
+    _, as_2d = module(x, mask=keep, need_weights=True)  # query row i gets sequence i's mask
+    _, as_4d = module(x, mask=keep[:, None, None, :], need_weights=True)
+    for n in range(4):  # every sequence: query row i is masked like sequence i
+        assert torch.equal(as_2d[n] == 0, (~keep).expand(2, 4, 4))
+        assert torch.equal(as_4d[n] == 0, (~keep[n]).expand(2, 4, 4))  # the intended mask
+    assert not torch.allclose(as_2d, as_4d)
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+@pytest.mark.parametrize("mask_shape", [(1, 5), (4, 1), (1, 1, 1, 5), (2, 1, 4, 5), (1, 2, 1, 1)])
+def test_broadcastable_2d_and_4d_masks_accepted(module, mask_shape, need_weights):
+    query, key = torch.randn(2, 4, 8), torch.randn(2, 5, 8)
+    mask = torch.ones(*mask_shape, dtype=torch.bool)
+    out, _ = module(query, key, mask=mask, need_weights=need_weights)
+    torch.testing.assert_close(out, module(query, key, need_weights=need_weights)[0])
+
+
+@pytest.mark.parametrize("name", ["key", "value"])
+def test_input_dtype_mismatch_names_the_argument(module, name):
+    inputs = {"query": torch.randn(2, 3, 8), "key": torch.randn(2, 4, 8), "value": torch.randn(2, 4, 8)}
+    inputs[name] = inputs[name].double()
+    with pytest.raises(TypeError, match=rf"{name} has dtype torch.float64 but query has dtype torch.float32"):
+        module(inputs["query"], inputs["key"], inputs["value"])
+
+
+def test_input_dtype_differs_from_weights(module):
+    x = torch.randn(2, 3, 8, dtype=torch.float64)
+    with pytest.raises(TypeError, match=r"have dtype torch.float64 but the module's weights have dtype torch.float32"):
+        module(x)
+    with pytest.raises(TypeError, match=r"key has dtype torch.float16 but query has dtype torch.float64"):
+        module(x, x.half())
+    out, _ = module.double()(x)  # converting the module fixes it
+    assert out.dtype == torch.float64
 
 
 def test_split_heads_bad_input():
     with pytest.raises(ValueError, match=r"divisible by num_heads=3, got \(2, 5, 8\)"):
         split_heads(torch.randn(2, 5, 8), 3)
+    with pytest.raises(ValueError, match=r"num_heads must be positive, got 0"):
+        split_heads(torch.randn(2, 5, 8), 0)
+    with pytest.raises(ValueError, match=r"num_heads must be positive, got -2"):
+        split_heads(torch.randn(2, 5, 8), -2)
+    with pytest.raises(TypeError, match=r"num_heads must be an int, got float 2.0"):
+        split_heads(torch.randn(2, 5, 8), 2.0)
+    with pytest.raises(TypeError, match=r"num_heads must be an int, got bool True"):
+        split_heads(torch.randn(2, 5, 8), True)
+    with pytest.raises(TypeError, match=r"x must be a torch.Tensor, got list"):
+        split_heads([[1.0, 2.0]], 2)
     with pytest.raises(ValueError, match=r"x must have shape \(N, h, T, d_k\), got \(5, 8\)"):
         merge_heads(torch.randn(5, 8))

@@ -6,8 +6,18 @@ __all__ = ['split_heads', 'merge_heads', 'MultiHeadAttention']
 
 
 # %% book/chapters/06_multihead_attention.md, cell 16
+from numbers import Integral
+
 import torch
 from torch import Tensor
+
+
+def _check_num_heads(num_heads: object) -> int:
+    if isinstance(num_heads, bool) or not isinstance(num_heads, Integral):
+        raise TypeError(f"num_heads must be an int, got {type(num_heads).__name__} {num_heads!r}")
+    if num_heads <= 0:
+        raise ValueError(f"num_heads must be positive, got {num_heads}")
+    return int(num_heads)
 
 
 def split_heads(x: Tensor, num_heads: int) -> Tensor:
@@ -17,8 +27,13 @@ def split_heads(x: Tensor, num_heads: int) -> Tensor:
     The result is a view when ``x`` is contiguous (as a ``nn.Linear`` output is).
 
     Raises:
-        ValueError: ``x`` is not 3-D, or its last dimension is not divisible by ``num_heads``.
+        TypeError: ``num_heads`` is not an int, or ``x`` is not a tensor.
+        ValueError: ``num_heads`` is not positive, ``x`` is not 3-D, or its last dimension
+            is not divisible by ``num_heads``.
     """
+    num_heads = _check_num_heads(num_heads)
+    if not isinstance(x, Tensor):
+        raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
     if x.dim() != 3 or x.shape[-1] % num_heads != 0:
         raise ValueError(
             f"x must have shape (N, T, d_model) with d_model divisible by num_heads="
@@ -41,22 +56,28 @@ def merge_heads(x: Tensor) -> Tensor:
 
 
 # %% book/chapters/06_multihead_attention.md, cell 33
-def _check_sizes(d_model: object, num_heads: object, dropout: object) -> None:
-    for name, size in (("d_model", d_model), ("num_heads", num_heads)):
-        if not isinstance(size, int) or isinstance(size, bool):
-            raise TypeError(f"{name} must be an int, got {type(size).__name__}")
-        if size <= 0:
-            raise ValueError(f"{name} must be positive, got {size}")
+from numbers import Real
+
+
+def _check_sizes(d_model: object, num_heads: object, dropout: object) -> tuple[int, int, float]:
+    if isinstance(d_model, bool) or not isinstance(d_model, Integral):
+        raise TypeError(f"d_model must be an int, got {type(d_model).__name__} {d_model!r}")
+    if d_model <= 0:
+        raise ValueError(f"d_model must be positive, got {d_model}")
+    d_model, num_heads = int(d_model), _check_num_heads(num_heads)
     if d_model % num_heads != 0:
         raise ValueError(
             f"d_model={d_model} is not divisible by num_heads={num_heads}: every head needs "
             f"the same width d_k = d_model / num_heads"
         )
+    if isinstance(dropout, bool) or not isinstance(dropout, Real):
+        raise TypeError(f"dropout must be a number in [0, 1), got {type(dropout).__name__} {dropout!r}")
     if not 0.0 <= dropout < 1.0:
         raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+    return d_model, num_heads, float(dropout)
 
 
-def _check_inputs(query: object, key: object, value: object, d_model: int) -> None:
+def _check_inputs(query: object, key: object, value: object, d_model: int, dtype: torch.dtype) -> None:
     for name, x in (("query", query), ("key", key), ("value", value)):
         if not isinstance(x, Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
@@ -67,6 +88,14 @@ def _check_inputs(query: object, key: object, value: object, d_model: int) -> No
                 f"{name} must have shape (N, T, d_model) with d_model={d_model}, "
                 f"got {tuple(x.shape)}"
             )
+    for name, x in (("key", key), ("value", value)):
+        if x.dtype != query.dtype:
+            raise TypeError(f"{name} has dtype {x.dtype} but query has dtype {query.dtype}")
+    if query.dtype != dtype:
+        raise TypeError(
+            f"query, key and value have dtype {query.dtype} but the module's weights have "
+            f"dtype {dtype}; convert one of them with .to(...)"
+        )
     if not query.shape[0] == key.shape[0] == value.shape[0]:
         raise ValueError(
             f"query, key and value must have the same batch size N, got query "
@@ -79,18 +108,25 @@ def _check_inputs(query: object, key: object, value: object, d_model: int) -> No
         )
 
 
-def _check_mask(mask: object, expected: tuple[int, ...]) -> None:
+def _fits(shape: torch.Size, target: tuple[int, ...]) -> bool:
+    try:
+        return torch.broadcast_shapes(shape, target) == target
+    except RuntimeError:
+        return False
+
+
+def _check_mask(mask: object, expected: tuple[int, int, int, int]) -> None:
     if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
         got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
         raise TypeError(f"mask must be a bool tensor (True = may attend), got {got}")
-    try:
-        fits = torch.broadcast_shapes(mask.shape, expected) == expected
-    except RuntimeError:
-        fits = False
-    if not fits:
+    # Only 2-D and 4-D: a 3-D (N, T_q, T_k) would be read as (h, T_q, T_k) when N == h.
+    if not (mask.dim() == 2 and _fits(mask.shape, expected[2:])
+            or mask.dim() == 4 and _fits(mask.shape, expected)):
         raise ValueError(
-            f"mask of shape {tuple(mask.shape)} does not broadcast to (N, h, T_q, T_k) = "
-            f"{expected}; a padding mask (N, T_k) must be given as (N, 1, 1, T_k)"
+            f"mask must be 2-D, broadcastable to (T_q, T_k) = {expected[2:]} and shared by "
+            f"the batch and the heads, or 4-D, broadcastable to (N, h, T_q, T_k) = "
+            f"{expected}; got shape {tuple(mask.shape)}. A padding mask (N, T_k) must be "
+            f"given as mask[:, None, None, :], of shape (N, 1, 1, T_k)"
         )
 
 
@@ -113,14 +149,15 @@ class MultiHeadAttention(nn.Module):
             ``out_proj`` (each ``nn.Linear(d_model, d_model)``) have a bias.
 
     Raises:
-        TypeError: ``d_model`` or ``num_heads`` is not an int.
+        TypeError: ``d_model`` or ``num_heads`` is not an int (``numbers.Integral``, such as
+            ``numpy.int64``, is accepted), or ``dropout`` is not a number.
         ValueError: a non-positive size, ``d_model % num_heads != 0``, or ``dropout``
             outside ``[0, 1)``.
     """
 
     def __init__(self, d_model: int, num_heads: int, *, dropout: float = 0.0, bias: bool = True):
         super().__init__()
-        _check_sizes(d_model, num_heads, dropout)
+        d_model, num_heads, dropout = _check_sizes(d_model, num_heads, dropout)
         self.d_model, self.num_heads = d_model, num_heads
         self.d_k = d_model // num_heads
         self.dropout = dropout
@@ -140,11 +177,19 @@ class MultiHeadAttention(nn.Module):
     ) -> tuple[Tensor, Tensor | None]:
         """Attend from ``query`` ``(N, T_q, d_model)`` to ``key``/``value`` ``(N, T_k, d_model)``.
 
-        ``key`` defaults to ``query`` (self-attention) and ``value`` to ``key``. ``mask`` is
-        bool, True = may attend, broadcastable to ``(N, h, T_q, T_k)``: a causal mask
-        ``(T_q, T_k)`` as it is, a padding mask ``(N, T_k)`` as ``mask[:, None, None, :]``.
-        A query that may attend to nothing gets a zero context (its output is
-        ``out_proj.bias``), never NaN.
+        ``key`` defaults to ``query``, and ``value`` to ``key``: with neither given,
+        ``value`` is ``query`` (self-attention); with only ``key`` given, ``value`` is ``key``.
+
+        ``mask`` is bool, True = may attend, in one of two forms: 2-D, read as
+        ``(T_q, T_k)`` and shared by the batch and the heads (a causal mask); or 4-D,
+        broadcastable to ``(N, h, T_q, T_k)``. A padding mask ``(N, T_k)`` must be given as
+        ``mask[:, None, None, :]``: as 2-D it would be read as ``(T_q, T_k)``, which cannot be
+        told apart when ``N == T_q``. A query that may attend to nothing gets a zero context
+        (its output is ``out_proj.bias``), never NaN.
+
+        The fused path never stores the ``(N, h, T_q, T_k)`` scores or weights on CPU; a mask
+        that has ``T_q * T_k`` elements per sequence (such as a causal mask) still costs that
+        much memory, and PyTorch converts a bool mask into a float one of the same shape.
 
         Returns:
             ``(output, weights)``: output ``(N, T_q, d_model)``; with ``need_weights=True``
@@ -153,13 +198,16 @@ class MultiHeadAttention(nn.Module):
             ``torch.nn.functional.scaled_dot_product_attention`` is used.
 
         Raises:
-            TypeError: a non-tensor or non-floating input, a mask that is not bool.
+            TypeError: a non-tensor or non-floating input; ``key`` or ``value`` of another
+                dtype than ``query``, or inputs of another dtype than the module's weights;
+                a mask that is not bool.
             ValueError: an input that is not ``(N, T, d_model)``, different batch sizes,
-                ``key`` and ``value`` of different lengths, a mask that does not broadcast.
+                ``key`` and ``value`` of different lengths, a mask that is not 2-D or 4-D or
+                does not broadcast.
         """
         key = query if key is None else key
         value = key if value is None else value
-        _check_inputs(query, key, value, self.d_model)
+        _check_inputs(query, key, value, self.d_model, self.q_proj.weight.dtype)
         if mask is not None:
             _check_mask(mask, (query.shape[0], self.num_heads, query.shape[1], key.shape[1]))
         q = split_heads(self.q_proj(query), self.num_heads)  # (N, h, T_q, d_k)
