@@ -205,3 +205,51 @@ def test_dim_out_of_range_is_a_value_error(dim):
 def test_dim_not_an_int_is_a_type_error(dim):
     with pytest.raises(TypeError, match=rf"dim must be an int, got {type(dim).__name__}"):
         softmax(torch.zeros(2, 3), dim=dim)
+
+
+def test_softmax_jacobian_frobenius_norm_is_at_most_one_half():
+    generator = torch.Generator().manual_seed(12)
+    for n in (2, 3, 5, 16):
+        scales = torch.logspace(-1, 2, 20_000, dtype=torch.float64)[:, None]  # (rows, 1)
+        z = scales * torch.randn(20_000, n, generator=generator, dtype=torch.float64)
+        norms = torch.linalg.matrix_norm(softmax_jacobian(softmax(z)))  # (rows,)
+        assert norms.max().item() <= 0.5
+        tie = torch.zeros(n, dtype=torch.float64)
+        tie[:2] = 0.5  # the two-way tie reaches the bound
+        torch.testing.assert_close(torch.linalg.norm(softmax_jacobian(tie)).item(), 0.5)
+
+
+def test_gradient_to_the_query_is_scale_times_score_gradients_times_keys():
+    generator = torch.Generator().manual_seed(13)
+    d_k, T_k, d_v = 32, 6, 4
+    q = torch.randn(3, d_k, generator=generator, dtype=torch.float64, requires_grad=True)
+    k = torch.randn(T_k, d_k, generator=generator, dtype=torch.float64)
+    v = torch.randn(T_k, d_v, generator=generator, dtype=torch.float64)
+    g = torch.randn(3, d_v, generator=generator, dtype=torch.float64)
+    for scale in (1.0, 1 / d_k**0.5):
+        q.grad = None
+        z = q @ k.T * scale  # (3, T_k)
+        z.retain_grad()
+        (g * (softmax(z) @ v)).sum().backward()
+        torch.testing.assert_close(q.grad, scale * z.grad @ k)
+
+
+def test_unscaled_gradient_to_queries_concentrates_in_few_rows():
+    generator = torch.Generator().manual_seed(14)
+    medians, means = {}, {}
+    for d_k in (4, 1024):
+        for scaled in (False, True):
+            q = torch.randn(1000, 1, d_k, generator=generator, dtype=torch.float64)
+            k = torch.randn(1000, 16, d_k, generator=generator, dtype=torch.float64)
+            v = torch.randn(1000, 16, 8, generator=generator, dtype=torch.float64)
+            g = torch.randn(1000, 1, 8, generator=generator, dtype=torch.float64)
+            q.requires_grad_()
+            scale = d_k**-0.5 if scaled else 1.0
+            y = softmax(q @ k.transpose(-2, -1) * scale)  # (rows, 1, 16)
+            (g * (y @ v)).sum().backward()
+            norms = q.grad.norm(dim=-1).flatten()  # (rows,)
+            medians[d_k, scaled], means[d_k, scaled] = norms.median().item(), norms.mean().item()
+    assert medians[4, False] / medians[1024, False] > 100
+    assert means[1024, False] > means[4, False]
+    for values in (medians, means):
+        assert 0.8 < values[1024, True] / values[4, True] < 1.25

@@ -125,3 +125,21 @@ def test_unscaled_softmax_rows_collapse_and_scaled_rows_do_not():
         if d_k == 1024:
             assert raw.amax(dim=-1).mean().item() > 0.9
             assert (raw.amax(dim=-1) > 0.99).float().mean().item() > 0.5
+
+
+def test_scaled_rows_are_not_normalised_one_by_one():
+    # Over many rows the scaled scores have variance 1, but each row's own mean has standard
+    # deviation 1/sqrt(T) and its own variance scatters widely around 1.
+    generator = torch.Generator().manual_seed(7)
+    rows, T, d_k = 20_000, 8, 64
+    q = torch.randn(rows, 1, d_k, generator=generator, dtype=torch.float64)  # (rows, 1, d_k)
+    k = torch.randn(rows, T, d_k, generator=generator, dtype=torch.float64)  # (rows, T, d_k)
+    scaled = (q @ k.transpose(-2, -1)).squeeze(-2) / math.sqrt(d_k)  # (rows, T)
+    row_mean, row_var = scaled.mean(dim=-1), scaled.var(dim=-1)  # (rows,) each
+    assert abs(row_mean.std().item() - 1 / math.sqrt(T)) < 0.01
+    assert abs(row_var.mean().item() - 1) < 0.03
+    # Given q, the T scores are iid N(0, |q|^2 / d_k): Var(row variance) has a closed form.
+    predicted_std = math.sqrt((1 + 2 / d_k) * 2 / (T - 1) + 2 / d_k)
+    assert abs(row_var.std().item() - predicted_std) < 0.03
+    near = (row_mean.abs() < 0.05) & ((row_var - 1).abs() < 0.1)  # (rows,)
+    assert near.double().mean().item() < 0.05

@@ -5,7 +5,7 @@
 __all__ = ['plot_attention']
 
 
-# %% book/chapters/01_what_is_attention.md, cell 28
+# %% book/chapters/01_what_is_attention.md, cell 32
 from collections.abc import Sequence
 
 import numpy as np
