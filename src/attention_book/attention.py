@@ -47,15 +47,19 @@ def _check_shapes(query: Tensor, key: Tensor, value: Tensor) -> None:
         )
 
 
+def _broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Whether a tensor of ``shape`` broadcasts to exactly ``target`` (without enlarging it)."""
+    try:
+        return torch.broadcast_shapes(shape, target) == target
+    except RuntimeError:
+        return False
+
+
 def _masked_scores(scores: Tensor, mask: Tensor) -> Tensor:
     """Apply a bool (True = may attend) or additive float mask to scores (..., T_q, T_k)."""
     if not isinstance(mask, Tensor):
         raise TypeError(f"mask must be a torch.Tensor or None, got {type(mask).__name__}")
-    try:
-        broadcast = torch.broadcast_shapes(mask.shape, scores.shape)
-    except RuntimeError:
-        broadcast = None
-    if broadcast != scores.shape:
+    if not _broadcasts_to(mask.shape, scores.shape):
         raise ValueError(
             f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' shape "
             f"(..., T_q, T_k) = {tuple(scores.shape)}"

@@ -72,15 +72,8 @@ import math
 
 from torch import nn
 
+from attention_book.attention import _broadcasts_to
 from attention_book.multihead import merge_heads, split_heads
-
-
-def _broadcasts_to(shape: torch.Size, target: tuple) -> bool:
-    """Whether a tensor of ``shape`` broadcasts to exactly ``target``."""
-    try:
-        return torch.broadcast_shapes(shape, target) == target
-    except RuntimeError:
-        return False
 
 
 def _check_hidden_states(hidden_states: object, hidden_size: int, weight_dtype: torch.dtype) -> None:

@@ -58,6 +58,8 @@ def merge_heads(x: Tensor) -> Tensor:
 # %% book/chapters/06_multihead_attention.md, cell 33
 from numbers import Real
 
+from attention_book.attention import _broadcasts_to
+
 
 def _check_sizes(d_model: object, num_heads: object, dropout: object) -> tuple[int, int, float]:
     if isinstance(d_model, bool) or not isinstance(d_model, Integral):
@@ -108,20 +110,13 @@ def _check_inputs(query: object, key: object, value: object, d_model: int, dtype
         )
 
 
-def _fits(shape: torch.Size, target: tuple[int, ...]) -> bool:
-    try:
-        return torch.broadcast_shapes(shape, target) == target
-    except RuntimeError:
-        return False
-
-
 def _check_mask(mask: object, expected: tuple[int, int, int, int]) -> None:
     if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
         got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
         raise TypeError(f"mask must be a bool tensor (True = may attend), got {got}")
     # Only 2-D and 4-D: a 3-D (N, T_q, T_k) would be read as (h, T_q, T_k) when N == h.
-    if not (mask.dim() == 2 and _fits(mask.shape, expected[2:])
-            or mask.dim() == 4 and _fits(mask.shape, expected)):
+    if not (mask.dim() == 2 and _broadcasts_to(mask.shape, expected[2:])
+            or mask.dim() == 4 and _broadcasts_to(mask.shape, expected)):
         raise ValueError(
             f"mask must be 2-D, broadcastable to (T_q, T_k) = {expected[2:]} and shared by "
             f"the batch and the heads, or 4-D, broadcastable to (N, h, T_q, T_k) = "
