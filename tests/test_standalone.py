@@ -96,3 +96,23 @@ def test_the_standalone_copy_appends_each_solution(tmp_path):
     assert len(appended) == count
     assert all(cell.metadata["tags"] == ["nbval-ignore-output"] for cell in appended)
     assert "torch.testing.assert_close(out_perm, all_outputs)" in appended[-1].source
+
+
+@pytest.mark.parametrize(
+    "interfaces, reachable",
+    [([(1, "lo")], False), ([(1, "lo"), (2, "eth0")], True)],
+)
+def test_the_probe_rejects_a_network(tmp_path, monkeypatch, interfaces, reachable):
+    """The probe passes only where loopback is the one network interface (as under unshare -n)."""
+    import socket
+
+    import attention_book
+
+    monkeypatch.setenv("ATTENTION_BOOK_WHEEL_SITE", str(Path(attention_book.__file__).parents[1]))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(socket, "if_nameindex", lambda: interfaces)
+    if reachable:
+        with pytest.raises(AssertionError, match=r"network interfaces \['eth0', 'lo'\]"):
+            exec(standalone.PROBE_SOURCE, {})
+    else:
+        exec(standalone.PROBE_SOURCE, {})

@@ -56,8 +56,8 @@ def blocks_of(path: Path, root: Path = ROOT) -> list[Block]:
         if cell.cell_type != "code" or not cell.source.strip():
             continue
         first, _, rest = cell.source.partition("\n")
-        if "export" not in first or not first.startswith("#|"):
-            continue
+        if not first.startswith("#|") or "export" not in first.lower():
+            continue  # not a mark (a misspelt one, e.g. '#| Export', is an error below)
         match = MARK.match(first)
         if match is None:
             raise TangleError(f"{chapter}, cell {index}: malformed export mark {first!r}")
@@ -84,7 +84,9 @@ def public_names(code: str) -> list[str]:
             names.append(node.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names += [t.id for t in targets if isinstance(t, ast.Name)]
+            for target in targets:  # `A = 1`, and each name of `A, B = 1, 2`
+                elements = target.elts if isinstance(target, ast.Tuple) else [target]
+                names += [e.id for e in elements if isinstance(e, ast.Name)]
     return [name for name in names if not name.startswith("_")]
 
 
