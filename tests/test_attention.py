@@ -9,21 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention_book import scaled_dot_product_attention
+from references import attention_float64 as reference
 
 FLOAT_DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
-
-
-def reference(q, k, v, mask=None, scale=None):
-    """softmax(q k^T * scale + mask) v in float64, written independently; zeros for empty rows."""
-    q, k, v = q.double(), k.double(), v.double()
-    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = torch.einsum("...id,...jd->...ij", q, k) * scale
-    if mask is not None:
-        scores = scores.masked_fill(~mask, -math.inf) if mask.dtype == torch.bool else scores + mask.double()
-    weights = torch.exp(scores - scores.amax(-1, keepdim=True))
-    weights = weights / weights.sum(-1, keepdim=True)
-    weights = torch.nan_to_num(weights, nan=0.0)  # rows with every key masked
-    return torch.einsum("...ij,...jd->...id", weights, v), weights
 
 
 def qkv(shape_q, shape_k, d_v, dtype=torch.float32, seed=0):

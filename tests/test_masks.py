@@ -17,20 +17,9 @@ from attention_book import (
     padding_mask,
     scaled_dot_product_attention,
 )
+from references import attention_float64 as reference
 
 FLOAT_DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
-
-
-def reference(q, k, v, allowed):
-    """Masked attention in float64, written independently: masked_fill(-inf), softmax, and
-    zero weights for a query whose keys are all masked."""
-    q, k, v = q.double(), k.double(), v.double()
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    scores = scores.masked_fill(~allowed, -math.inf)
-    weights = torch.softmax(scores, dim=-1)
-    empty = ~allowed.expand_as(scores).any(dim=-1, keepdim=True)
-    weights = weights.masked_fill(empty, 0.0)
-    return weights @ v, weights
 
 
 def randn(*shape, seed=0, dtype=torch.float32):
