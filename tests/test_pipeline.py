@@ -87,6 +87,20 @@ def test_generated_package_imports_and_reexports(root):
     assert result.stdout.split() == ["42", "['answer']", "9.9.9", str(package / "__init__.py")]
 
 
+def test_private_module_is_generated_but_not_reexported(root):
+    first = chapter(root, "01_a.md", "#| export attention_book._checks\ndef check_size(n):\n    return n")
+    second = chapter(
+        root, "02_b.md",
+        "#| export attention_book._checks\ndef check_name(s):\n    return s",
+        "#| export attention_book.alpha\nfrom attention_book._checks import check_size\n\n"
+        "def f(n):\n    return check_size(n)",
+    )
+    files = tangle.tangle([first, second], root)
+    assert files["_checks.py"].index("def check_size") < files["_checks.py"].index("def check_name")
+    assert "from .alpha import f" in files["__init__.py"]
+    assert "_checks" not in files["__init__.py"] and "check_size" not in files["__init__.py"]
+
+
 def test_same_name_from_two_chapters_is_an_error(root):
     first = chapter(root, "01_a.md", "#| export attention_book.alpha\ndef twice():\n    pass")
     second = chapter(root, "02_b.md", "#| export attention_book.beta\ndef twice():\n    pass")
@@ -98,9 +112,9 @@ def test_same_name_from_two_chapters_is_an_error(root):
     "mark, message",
     [
         ("#| export", "malformed export mark"),
-        ("#| export numpy.linalg", "must be 'attention_book.<public module>'"),
-        ("#| export attention_book._private", "must be 'attention_book.<public module>'"),
-        ("#| export attention_book.a.b", "must be 'attention_book.<public module>'"),
+        ("#| export numpy.linalg", "must be 'attention_book.<module>'"),
+        ("#| export attention_book.__init__", "must be 'attention_book.<module>'"),
+        ("#| export attention_book.a.b", "must be 'attention_book.<module>'"),
         ("#| Export attention_book.alpha", "malformed export mark"),
     ],
 )

@@ -8,7 +8,11 @@ Every marked cell of every chapter (chapters in file-name order, cells in readin
 is appended to ``src/attention_book/<module>.py``. Each generated module starts with a
 do-not-edit header naming its chapter(s), has a generated ``__all__`` (the public
 top-level functions, classes and assignments of its cells) and a provenance comment
-before each block. ``__init__.py`` re-exports every module's ``__all__``.
+before each block. ``__init__.py`` re-exports every public module's ``__all__``.
+
+A module whose name starts with ``_`` (``#| export attention_book._checks``) is private:
+it is generated like the others, several chapters may add to it, and the other modules
+import from it, but ``__init__.py`` does not re-export it.
 
     python tools/tangle.py            # write src/attention_book
     python tools/tangle.py --check    # exit 1 with a diff when src/ is stale
@@ -62,10 +66,10 @@ def blocks_of(path: Path, root: Path = ROOT) -> list[Block]:
         if match is None:
             raise TangleError(f"{chapter}, cell {index}: malformed export mark {first!r}")
         package, _, module = match["target"].partition(".")
-        if package != PACKAGE_NAME or not module.isidentifier() or module.startswith("_"):
+        if package != PACKAGE_NAME or not module.isidentifier() or module.startswith("__"):
             raise TangleError(
                 f"{chapter}, cell {index}: export target {match['target']!r} must be "
-                f"'{PACKAGE_NAME}.<public module>'"
+                f"'{PACKAGE_NAME}.<module>' (or '{PACKAGE_NAME}._<module>' for a private one)"
             )
         code = rest.strip("\n")
         try:
@@ -113,7 +117,7 @@ def render_init(modules: dict[str, list[str]], version: str) -> str:
     ]
     everything = []
     for module, names in modules.items():
-        if names:
+        if names and not module.startswith("_"):  # private modules are not re-exported
             lines.append(f"from .{module} import {', '.join(names)}")
             everything += names
     lines += ["", f'__version__ = "{version}"', f"__all__ = {everything!r}"]
