@@ -175,35 +175,33 @@ def test_softmax_jacobian_property_against_autograd(n, scale, seed):
 
 @pytest.mark.parametrize("function, name", [(softmax, "x"), (softmax_jacobian, "y")])
 def test_non_tensor_is_a_type_error(function, name):
-    with pytest.raises(TypeError, match=rf"{name} must be a torch.Tensor, got list"):
+    with pytest.raises(TypeError, match=rf"^{name}\b.*list"):
         function([0.1, 0.9])
 
 
 @pytest.mark.parametrize("function, name", [(softmax, "x"), (softmax_jacobian, "y")])
 @pytest.mark.parametrize("dtype", [torch.int64, torch.bool])
 def test_non_floating_tensor_is_a_type_error(function, name, dtype):
-    message = rf"{name} must be a floating-point tensor, got dtype {dtype}"
-    with pytest.raises(TypeError, match=message):
+    with pytest.raises(TypeError, match=rf"^{name}\b.*{dtype}"):
         function(torch.zeros(3, dtype=dtype))
 
 
 @pytest.mark.parametrize("function, name", [(softmax, "x"), (softmax_jacobian, "y")])
 def test_zero_dimensional_tensor_is_a_value_error(function, name):
-    with pytest.raises(ValueError, match=rf"{name} must have at least 1 dimension.*shape \(\)"):
+    with pytest.raises(ValueError, match=rf"^{name}\b.*\(\)"):
         function(torch.tensor(0.5))
 
 
 @pytest.mark.parametrize("dim", [2, 5, -3])
 def test_dim_out_of_range_is_a_value_error(dim):
     x = torch.zeros(2, 3)
-    message = rf"dim must be in \[-2, 1\] for x with 2 dimensions \(shape \(2, 3\)\), got dim={dim}"
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError, match=rf"^dim\b.*{dim}"):
         softmax(x, dim=dim)
 
 
 @pytest.mark.parametrize("dim", [1.0, "last", None, True])
 def test_dim_not_an_int_is_a_type_error(dim):
-    with pytest.raises(TypeError, match=rf"dim must be an int, got {type(dim).__name__}"):
+    with pytest.raises(TypeError, match=rf"^dim\b.*{type(dim).__name__}"):
         softmax(torch.zeros(2, 3), dim=dim)
 
 
@@ -238,3 +236,11 @@ def test_unscaled_gradient_to_queries_concentrates_in_few_rows():
     assert means[1024, False] > means[4, False]
     for values in (medians, means):
         assert 0.8 < values[1024, True] / values[4, True] < 1.25
+
+
+@pytest.mark.parametrize("shape, dim", [((3, 0), -1), ((0,), 0), ((2, 0, 4), 1)])
+def test_softmax_over_an_empty_dimension_is_empty_like_torch(shape, dim):
+    x = torch.randn(shape)
+    y = softmax(x, dim=dim)
+    assert y.shape == x.shape and y.dtype == x.dtype
+    torch.testing.assert_close(y, torch.softmax(x, dim=dim))

@@ -63,18 +63,25 @@ def test_causal_mask_is_top_left_like_is_causal(T_q, T_k):
         assert (lower_right - theirs).abs().max() > 0.1
 
 
-@pytest.mark.parametrize("args", [(0,), (-2,), (3, 0), (3, -1)])
-def test_causal_mask_rejects_non_positive_sizes(args):
-    name = "T_q" if args[0] < 1 else "T_k"
-    with pytest.raises(ValueError, match=f"{name} must be a positive int"):
+@pytest.mark.parametrize("args", [(-1,), (-2,), (3, -1), (0, -1)])
+def test_causal_mask_rejects_negative_sizes(args):
+    name = "T_q" if args[0] < 0 else "T_k"
+    with pytest.raises(ValueError, match=rf"^{name}\b"):
         causal_mask(*args)
 
 
 @pytest.mark.parametrize("args", [(3.0,), (True,), ("3",), (3, 2.0), (3, torch.tensor(2))])
 def test_causal_mask_rejects_non_int_sizes(args):
     name = "T_k" if len(args) == 2 else "T_q"
-    with pytest.raises(TypeError, match=f"{name} must be an int"):
+    with pytest.raises(TypeError, match=rf"^{name}\b"):
         causal_mask(*args)
+
+
+@pytest.mark.parametrize("T_q, T_k", [(0, 0), (0, 3), (3, 0)])
+def test_causal_mask_of_an_empty_sequence_is_empty(T_q, T_k):
+    """As torch.tril of an empty matrix: PyTorch's attention takes empty sequences too."""
+    mask = causal_mask(T_q, T_k)
+    assert mask.shape == (T_q, T_k) and mask.dtype == torch.bool
 
 
 # --- padding_mask --------------------------------------------------------------------------
@@ -107,36 +114,36 @@ def test_padding_mask_rows_are_prefixes_of_the_right_length(lengths, extra):
 
 
 @pytest.mark.parametrize(
-    "lengths, max_len, match",
+    "lengths, max_len, name",
     [
-        ([2, -1], None, r"lengths must be non-negative, got \[2, -1\]"),
-        (torch.tensor([2, -1]), 3, "lengths must be non-negative"),
-        ([2, 5], 4, r"lengths must not exceed max_len=4, got \[2, 5\]"),
-        (torch.tensor([[1, 2]]), None, r"lengths must be 1-D \(N,\), got shape \(1, 2\)"),
-        ([], None, "lengths are empty or all 0"),
-        ([0, 0], None, "lengths are empty or all 0"),
-        ([1, 2], 0, "max_len must be a positive int, got 0"),
+        ([2, -1], None, "lengths"),
+        (torch.tensor([2, -1]), 3, "lengths"),
+        ([2, 5], 4, "lengths"),
+        (torch.tensor([[1, 2]]), None, "lengths"),
+        ([], None, "lengths"),
+        ([0, 0], None, "lengths"),
+        ([1, 2], 0, "max_len"),
     ],
 )
-def test_padding_mask_rejects_bad_values(lengths, max_len, match):
-    with pytest.raises(ValueError, match=match):
+def test_padding_mask_rejects_bad_values(lengths, max_len, name):
+    with pytest.raises(ValueError, match=rf"^{name}\b"):
         padding_mask(lengths, max_len)
 
 
 @pytest.mark.parametrize(
-    "lengths, max_len, match",
+    "lengths, max_len, name",
     [
-        (torch.tensor([2.0, 1.0]), None, "lengths must hold integers, got a tensor of dtype torch.float32"),
-        (torch.tensor([True, False]), None, "lengths must hold integers, got a tensor of dtype torch.bool"),
-        ([2, 1.5], None, r"lengths must hold integers, got 1.5 \(float\)"),
-        ([2.0, 1.0], None, r"lengths must hold integers, got 2.0 \(float\)"),
-        ([True, 2], None, r"lengths must hold integers, got True \(bool\)"),
-        (3, None, "lengths must be a 1-D integer tensor or a sequence of ints, got int"),
-        ([1, 2], 3.0, "max_len must be an int, got float"),
+        (torch.tensor([2.0, 1.0]), None, "lengths"),
+        (torch.tensor([True, False]), None, "lengths"),
+        ([2, 1.5], None, "lengths"),
+        ([2.0, 1.0], None, "lengths"),
+        ([True, 2], None, "lengths"),
+        (3, None, "lengths"),
+        ([1, 2], 3.0, "max_len"),
     ],
 )
-def test_padding_mask_rejects_bad_types(lengths, max_len, match):
-    with pytest.raises(TypeError, match=match):
+def test_padding_mask_rejects_bad_types(lengths, max_len, name):
+    with pytest.raises(TypeError, match=rf"^{name}\b"):
         padding_mask(lengths, max_len)
 
 
@@ -150,11 +157,11 @@ def test_mask_from_blocked_inverts_the_notes_form(dtype):
 
 
 def test_mask_from_blocked_rejects_bad_input():
-    with pytest.raises(TypeError, match="blocked must be a bool or integer 0/1 tensor.*torch.float32"):
+    with pytest.raises(TypeError, match=r"^blocked\b.*torch.float32"):
         mask_from_blocked(torch.zeros(2, 2))
-    with pytest.raises(TypeError, match="blocked must be a torch.Tensor, got list"):
+    with pytest.raises(TypeError, match=r"^blocked\b.*list"):
         mask_from_blocked([[0, 1], [0, 0]])
-    with pytest.raises(ValueError, match=r"blocked must hold only 0 and 1 \(1 = masked\), got values \[0, 1, 2\]"):
+    with pytest.raises(ValueError, match=r"^blocked\b.*\[0, 1, 2\]"):
         mask_from_blocked(torch.tensor([[0, 1], [2, 0]]))
 
 
@@ -176,11 +183,11 @@ def test_additive_mask_gives_the_same_attention_as_the_bool_mask():
 
 
 def test_additive_mask_rejects_non_bool():
-    with pytest.raises(TypeError, match=r"allowed must be a bool tensor \(True = may attend\), got torch.int64"):
+    with pytest.raises(TypeError, match=r"^allowed\b.*torch.int64"):
         additive_mask(torch.ones(2, 2, dtype=torch.int64))
-    with pytest.raises(TypeError, match="allowed must be a bool tensor.*got torch.float32"):
+    with pytest.raises(TypeError, match=r"^allowed\b.*torch.float32"):
         additive_mask(torch.zeros(2, 2))
-    with pytest.raises(TypeError, match="dtype must be a floating torch.dtype, got torch.int32"):
+    with pytest.raises(TypeError, match=r"^dtype\b.*torch.int32"):
         additive_mask(causal_mask(2), dtype=torch.int32)
 
 

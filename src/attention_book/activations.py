@@ -9,17 +9,7 @@ __all__ = ['softmax', 'softmax_jacobian']
 import torch
 from torch import Tensor
 
-
-def _check_input(name: str, tensor: object) -> None:
-    if not isinstance(tensor, Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
-    if not tensor.is_floating_point():
-        raise TypeError(f"{name} must be a floating-point tensor, got dtype {tensor.dtype}")
-    if tensor.dim() == 0:
-        raise ValueError(
-            f"{name} must have at least 1 dimension, got a 0-d tensor of shape "
-            f"{tuple(tensor.shape)}"
-        )
+from attention_book._checks import check_dim, check_floating
 
 
 def softmax(x: Tensor, dim: int = -1) -> Tensor:
@@ -32,20 +22,17 @@ def softmax(x: Tensor, dim: int = -1) -> Tensor:
     Returns:
         A tensor of the shape and dtype of ``x`` whose slices along ``dim`` are positive and
         sum to 1. A slice whose entries are all ``-inf`` (nothing to attend to) gives zeros,
-        where ``torch.softmax`` gives NaN. Otherwise it equals ``torch.softmax(x, dim)``.
+        where ``torch.softmax`` gives NaN; an empty ``dim`` (``n = 0``) gives an empty result,
+        as ``torch.softmax`` does. Otherwise it equals ``torch.softmax(x, dim)``.
 
     Raises:
         TypeError: ``x`` is not a floating tensor, or ``dim`` is not an int.
         ValueError: ``x`` is 0-d, or ``dim`` is out of range for ``x``.
     """
-    _check_input("x", x)
-    if isinstance(dim, bool) or not isinstance(dim, int):
-        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
-    if not -x.dim() <= dim < x.dim():
-        raise ValueError(
-            f"dim must be in [{-x.dim()}, {x.dim() - 1}] for x with {x.dim()} dimensions "
-            f"(shape {tuple(x.shape)}), got dim={dim}"
-        )
+    check_floating("x", x, min_dim=1)
+    dim = check_dim("dim", dim, x.dim())
+    if x.shape[dim] == 0:
+        return x.clone()  # nothing to normalise: empty, like torch.softmax
     shift = x.amax(dim=dim, keepdim=True).detach()  # (..., 1, ...): the max along dim
     shift = shift.masked_fill(shift == float("-inf"), 0.0)  # all -inf: exp(-inf) = 0 below
     exp = (x - shift).exp()  # (..., n, ...), every entry in [0, 1]
@@ -71,6 +58,6 @@ def softmax_jacobian(y: Tensor) -> Tensor:
         TypeError: ``y`` is not a floating tensor.
         ValueError: ``y`` is 0-d.
     """
-    _check_input("y", y)
+    check_floating("y", y, min_dim=1)
     outer = y.unsqueeze(-1) * y.unsqueeze(-2)  # (..., n, n): y_i y_k
     return torch.diag_embed(y) - outer  # (..., n, n)

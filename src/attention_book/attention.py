@@ -11,107 +11,38 @@ import math
 import torch
 from torch import Tensor
 
-
-def _check_floating(name: str, tensor: object) -> None:
-    if not isinstance(tensor, Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
-    if not tensor.is_floating_point():
-        raise TypeError(f"{name} must be a floating-point tensor, got dtype {tensor.dtype}")
-    if tensor.dim() < 2:
-        raise ValueError(
-            f"{name} must have at least 2 dimensions (..., T, d), got shape {tuple(tensor.shape)}"
-        )
-
-
-def _check_shapes(query: Tensor, key: Tensor, value: Tensor) -> None:
-    for name, tensor in (("query", query), ("key", key), ("value", value)):
-        _check_floating(name, tensor)
-    if not query.dtype == key.dtype == value.dtype:
-        raise TypeError(
-            f"query, key and value must share a dtype, got {query.dtype}, {key.dtype}, {value.dtype}"
-        )
-    if query.shape[-1] != key.shape[-1]:
-        raise ValueError(
-            f"query and key must have the same last dimension d_k, got query "
-            f"{tuple(query.shape)} and key {tuple(key.shape)}"
-        )
-    if key.shape[-2] != value.shape[-2]:
-        raise ValueError(
-            f"key and value must have the same length T_k (dimension -2), got key "
-            f"{tuple(key.shape)} and value {tuple(value.shape)}"
-        )
-    if not query.shape[:-2] == key.shape[:-2] == value.shape[:-2]:
-        raise ValueError(
-            f"query, key and value must have the same leading (batch, head) dimensions, got "
-            f"{tuple(query.shape)}, {tuple(key.shape)} and {tuple(value.shape)}"
-        )
-
-
-def _broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
-    """Whether a tensor of ``shape`` broadcasts to exactly ``target`` (without enlarging it)."""
-    try:
-        return torch.broadcast_shapes(shape, target) == target
-    except RuntimeError:
-        return False
-
-
-def _masked_scores(scores: Tensor, mask: Tensor) -> Tensor:
-    """Apply a bool (True = may attend) or additive float mask to scores (..., T_q, T_k)."""
-    if not isinstance(mask, Tensor):
-        raise TypeError(f"mask must be a torch.Tensor or None, got {type(mask).__name__}")
-    if not _broadcasts_to(mask.shape, scores.shape):
-        raise ValueError(
-            f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' shape "
-            f"(..., T_q, T_k) = {tuple(scores.shape)}"
-        )
-    if mask.dtype == torch.bool:
-        return scores.masked_fill(~mask, float("-inf"))
-    if mask.is_floating_point():
-        return scores + mask.to(scores.dtype)
-    raise TypeError(
-        f"mask must be bool (True = may attend) or floating (added to the scores), "
-        f"got dtype {mask.dtype}"
-    )
+from attention_book._checks import check_mask, check_qkv, check_real
 
 
 def scaled_dot_product_attention(
-    query: Tensor,
-    key: Tensor,
-    value: Tensor,
-    mask: Tensor | None = None,
-    *,
-    scale: float | None = None,
+    query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None, *, scale: float | None = None
 ) -> tuple[Tensor, Tensor]:
     """Scaled dot-product attention, ``softmax(query @ key^T * scale + mask) @ value``.
 
     Args:
-        query: ``(..., T_q, d_k)``, what each query position is looking for.
-        key: ``(..., T_k, d_k)``, what each key position offers.
-        value: ``(..., T_k, d_v)``, what each key position carries.
+        query, key, value: ``(..., T_q, d_k)``, ``(..., T_k, d_k)``, ``(..., T_k, d_v)``.
         mask: optional, broadcastable to ``(..., T_q, T_k)``. Bool: True = may attend.
-            Floating: cast to the scores' dtype and added to the scaled scores (0 keeps,
-            ``-inf`` removes; a value below the dtype's range, such as -1e9 in float16,
-            becomes ``-inf``).
-        scale: multiplies the scores; defaults to ``1 / sqrt(d_k)``.
+            Floating: cast to the inputs' dtype (so -1e9 is ``-inf`` in float16), then added.
+        scale: a finite real number that multiplies the scores; default ``1 / sqrt(d_k)``.
 
     Returns:
-        ``(output, weights)``: output ``(..., T_q, d_v)`` and weights ``(..., T_q, T_k)``.
-        A query whose keys are all masked (False, or ``-inf``) gets zero weights and a
-        zero output. Finite fill values such as ``finfo.min`` are scores like any other.
+        ``(output, weights)``, ``(..., T_q, d_v)`` and ``(..., T_q, T_k)`` in the inputs' dtype;
+        float16 and bfloat16 inputs are computed in float32. A query whose keys are all masked
+        (False or ``-inf``), or that has no key (``T_k = 0``), gets zero weights and output.
 
-    Raises:
-        TypeError: a non-tensor or non-floating input, mismatched dtypes, an integer mask.
-        ValueError: fewer than 2 dimensions, mismatched ``d_k``, ``T_k`` or leading
-            dimensions, a mask that does not broadcast to ``(..., T_q, T_k)``.
+    Bad input raises a ``TypeError`` or ``ValueError`` that names the argument.
     """
-    _check_shapes(query, key, value)
-    if scale is None:
-        scale = 1.0 / math.sqrt(query.shape[-1])
-    # Scale the query, not the product: q @ k^T can overflow float16 before it is scaled.
-    scores = (query * scale) @ key.transpose(-2, -1)  # (..., T_q, T_k)
+    check_qkv(query, key, value)
+    scale = 1 / math.sqrt(query.shape[-1]) if scale is None else check_real("scale", scale)
+    work = torch.promote_types(query.dtype, torch.float32)  # float16, bfloat16 -> float32
+    scores = query.to(work) @ key.to(work).transpose(-2, -1) * scale  # (..., T_q, T_k)
     if mask is not None:
-        scores = _masked_scores(scores, mask)  # removed scores are -inf
-    fully_masked = scores.amax(dim=-1, keepdim=True) == float("-inf")  # (..., T_q, 1)
-    weights = torch.softmax(scores.masked_fill(fully_masked, 0.0), dim=-1)  # (..., T_q, T_k)
-    weights = weights.masked_fill(fully_masked, 0.0)  # fully masked rows: all zeros
-    return weights @ value, weights  # (..., T_q, d_v), (..., T_q, T_k)
+        check_mask(mask, scores.shape)
+        if mask.dtype == torch.bool:
+            scores = scores.masked_fill(~mask, float("-inf"))  # (..., T_q, T_k)
+        else:
+            scores = scores + mask.to(query.dtype).to(work)  # (..., T_q, T_k)
+    no_key = (scores == float("-inf")).all(dim=-1, keepdim=True)  # (..., T_q, 1): all masked
+    weights = torch.softmax(scores.masked_fill(no_key, 0), dim=-1).masked_fill(no_key, 0)  # (..., T_q, T_k)
+    output = weights @ value.to(work)  # (..., T_q, d_v)
+    return output.to(query.dtype), weights.to(query.dtype)

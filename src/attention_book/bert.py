@@ -51,16 +51,7 @@ def extended_attention_mask(attention_mask: Tensor, dtype: torch.dtype = torch.f
             ``torch.dtype``.
         ValueError: ``attention_mask`` is not 2-D, or holds values other than 0 and 1.
     """
-    if not isinstance(attention_mask, Tensor):
-        raise TypeError(f"attention_mask must be a torch.Tensor, got {type(attention_mask).__name__}")
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise TypeError(f"dtype must be a floating torch.dtype such as torch.float32, got {dtype!r}")
-    if attention_mask.dim() != 2:
-        raise ValueError(
-            f"attention_mask must have shape (N, T), got shape {tuple(attention_mask.shape)}"
-        )
-    if not ((attention_mask == 0) | (attention_mask == 1)).all():
-        raise ValueError("attention_mask must hold only 0 (padding) and 1 (real token)")
+    _check_padding(attention_mask, dtype)
     keep = attention_mask.bool()[:, None, None, :]  # (N, 1, 1, T): True = real token
     zero = torch.zeros((), dtype=dtype, device=attention_mask.device)
     minimum = torch.full((), torch.finfo(dtype).min, dtype=dtype, device=attention_mask.device)
@@ -72,69 +63,8 @@ import math
 
 from torch import nn
 
-from attention_book.attention import _broadcasts_to
+from attention_book.activations import softmax
 from attention_book.multihead import merge_heads, split_heads
-
-
-def _check_hidden_states(hidden_states: object, hidden_size: int, weight_dtype: torch.dtype) -> None:
-    if not isinstance(hidden_states, Tensor):
-        raise TypeError(f"hidden_states must be a torch.Tensor, got {type(hidden_states).__name__}")
-    if not hidden_states.is_floating_point():
-        raise TypeError(f"hidden_states must be floating point, got dtype {hidden_states.dtype}")
-    if hidden_states.dtype != weight_dtype:
-        raise TypeError(
-            f"hidden_states has dtype {hidden_states.dtype} but the module's weights have "
-            f"{weight_dtype}; convert one of them (hidden_states.to(...) or module.to(...))"
-        )
-    if hidden_states.dim() != 3 or hidden_states.shape[-1] != hidden_size:
-        raise ValueError(
-            f"hidden_states must have shape (N, T, hidden_size) = (N, T, {hidden_size}), "
-            f"got shape {tuple(hidden_states.shape)}"
-        )
-
-
-def _check_attention_mask(mask: object, dtype: torch.dtype, scores_shape: tuple) -> None:
-    if not isinstance(mask, Tensor) or not mask.is_floating_point():
-        kind = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
-        raise TypeError(
-            f"attention_mask must be BERT's additive float mask (see extended_attention_mask), "
-            f"got {kind}"
-        )
-    if mask.dtype != dtype:
-        raise TypeError(
-            f"attention_mask has dtype {mask.dtype} but hidden_states has {dtype}; "
-            f"build it with extended_attention_mask(mask, dtype={dtype})"
-        )
-    if (mask > 0).any():
-        raise ValueError(
-            f"attention_mask holds positive values (largest {mask.max().item():g}): it must be "
-            f"BERT's additive extended mask (0 keeps, finfo.min removes), not the tokenizer's "
-            f"0/1 mask; build it with extended_attention_mask(mask)"
-        )
-    if mask.dim() < 3 or not _broadcasts_to(mask.shape, scores_shape):
-        raise ValueError(
-            f"attention_mask of shape {tuple(mask.shape)} does not broadcast to the scores' "
-            f"shape (N, h, T, T) = {scores_shape} with at least 3 dimensions; "
-            f"extended_attention_mask gives (N, 1, 1, T)"
-        )
-
-
-def _head_mask_4d(head_mask: object, dtype: torch.dtype, scores_shape: tuple) -> Tensor:
-    """A head mask as ``(1, h, 1, 1)`` or another 4-D shape that broadcasts to the scores."""
-    if not isinstance(head_mask, Tensor) or not head_mask.is_floating_point():
-        kind = head_mask.dtype if isinstance(head_mask, Tensor) else type(head_mask).__name__
-        raise TypeError(f"head_mask must be a floating-point tensor, got {kind}")
-    if head_mask.dtype != dtype:
-        raise TypeError(f"head_mask has dtype {head_mask.dtype} but hidden_states has {dtype}")
-    num_heads = scores_shape[1]
-    if head_mask.shape == (num_heads,):
-        return head_mask.view(1, num_heads, 1, 1)  # (1, h, 1, 1)
-    if head_mask.dim() == 4 and _broadcasts_to(head_mask.shape, scores_shape):
-        return head_mask
-    raise ValueError(
-        f"head_mask must have shape (h,) = ({num_heads},) or be 4-D and broadcast to "
-        f"(N, h, T, T) = {scores_shape}, got shape {tuple(head_mask.shape)}"
-    )
 
 
 class BertSelfAttention(nn.Module):
@@ -147,31 +77,20 @@ class BertSelfAttention(nn.Module):
     ``state_dict`` loads directly.
 
     Raises:
-        TypeError: ``hidden_size`` or ``num_attention_heads`` is not an int.
+        TypeError: ``hidden_size`` or ``num_attention_heads`` is not an int (``numbers.Integral``,
+            such as ``numpy.int64``, is accepted).
         ValueError: ``hidden_size`` or ``num_attention_heads`` is not positive, or
             ``hidden_size`` is not a multiple of ``num_attention_heads``.
     """
 
     def __init__(self, config) -> None:
         super().__init__()
-        for name in ("hidden_size", "num_attention_heads"):
-            size = getattr(config, name)
-            if not isinstance(size, int) or isinstance(size, bool):
-                raise TypeError(f"{name} must be an int, got {type(size).__name__}")
-            if size <= 0:
-                raise ValueError(f"{name} must be positive, got {size}")
-        if config.hidden_size % config.num_attention_heads != 0:
-            raise ValueError(
-                f"The hidden size ({config.hidden_size}) is not a multiple of the number of "
-                f"attention heads ({config.num_attention_heads})"
-            )
-        self.hidden_size = config.hidden_size
-        self.num_attention_heads = config.num_attention_heads  # h
-        self.attention_head_size = config.hidden_size // config.num_attention_heads  # d_k
+        self.hidden_size, self.num_attention_heads = _check_config(config)  # H, h
+        self.attention_head_size = self.hidden_size // self.num_attention_heads  # d_k
         self.all_head_size = self.num_attention_heads * self.attention_head_size  # h * d_k = H
-        self.query = nn.Linear(config.hidden_size, self.all_head_size)
-        self.key = nn.Linear(config.hidden_size, self.all_head_size)
-        self.value = nn.Linear(config.hidden_size, self.all_head_size)
+        self.query = nn.Linear(self.hidden_size, self.all_head_size)
+        self.key = nn.Linear(self.hidden_size, self.all_head_size)
+        self.value = nn.Linear(self.hidden_size, self.all_head_size)
         self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
 
     def transpose_for_scores(self, x: Tensor) -> Tensor:
@@ -191,7 +110,9 @@ class BertSelfAttention(nn.Module):
             hidden_states: ``(N, T, H)`` with ``H = hidden_size``.
             attention_mask: BERT's additive mask, of the dtype of ``hidden_states`` and
                 broadcastable to ``(N, h, T, T)``: ``extended_attention_mask``'s
-                ``(N, 1, 1, T)`` or ``transformers``' ``(N, 1, T, T)``.
+                ``(N, 1, 1, T)`` or ``transformers``' ``(N, 1, T, T)``. ``-inf`` entries (as
+                ``additive_mask`` gives) are allowed: a query row whose keys are all ``-inf``
+                gets zero probabilities, never NaN.
             head_mask: ``(h,)``, or 4-D and broadcastable to ``(N, h, T, T)``; multiplies the
                 probabilities after dropout (0 switches a head off).
             output_attentions: also return the probabilities.
@@ -205,16 +126,10 @@ class BertSelfAttention(nn.Module):
                 ``hidden_states`` of another dtype than the weights; a mask of another dtype
                 than ``hidden_states``.
             ValueError: ``hidden_states`` not ``(N, T, H)``; an ``attention_mask`` with a
-                positive value (a raw 0/1 mask, not the additive one) or fewer than 3
+                positive value (a raw 0/1 mask, not the additive one), a NaN, or fewer than 3
                 dimensions; a mask that does not broadcast to ``(N, h, T, T)``.
         """
-        _check_hidden_states(hidden_states, self.hidden_size, self.query.weight.dtype)
-        N, T, _ = hidden_states.shape
-        scores_shape = (N, self.num_attention_heads, T, T)
-        if attention_mask is not None:
-            _check_attention_mask(attention_mask, hidden_states.dtype, scores_shape)
-        if head_mask is not None:
-            head_mask = _head_mask_4d(head_mask, hidden_states.dtype, scores_shape)  # (N, h, T, T)-broadcastable
+        head_mask = _check_forward(self, hidden_states, attention_mask, head_mask)  # head_mask 4-D
 
         query = self.transpose_for_scores(self.query(hidden_states))  # (N, h, T, d_k)
         key = self.transpose_for_scores(self.key(hidden_states))  # (N, h, T, d_k)
@@ -223,10 +138,97 @@ class BertSelfAttention(nn.Module):
         scores = query @ key.transpose(-1, -2) / math.sqrt(self.attention_head_size)  # (N, h, T, T)
         if attention_mask is not None:
             scores = scores + attention_mask  # padding keys get finfo.min
-        probs = torch.softmax(scores, dim=-1)  # (N, h, T, T), each row sums to 1
+        probs = softmax(scores, dim=-1)  # (N, h, T, T), each row sums to 1 (or is 0: all -inf)
         probs = self.dropout(probs)  # (N, h, T, T), the identity in eval mode
         if head_mask is not None:
             probs = probs * head_mask  # (N, h, T, T), a 0 switches a head off
 
         context = merge_heads(probs @ value)  # (N, h, T, d_k) -> (N, T, H)
         return (context, probs) if output_attentions else (context,)
+
+
+# %% book/chapters/07_bert_self_attention.md, cell 15
+from attention_book._checks import broadcasts_to, check_int, check_tokens
+
+
+def _check_padding(attention_mask: object, dtype: object) -> None:
+    if not isinstance(attention_mask, Tensor):
+        raise TypeError(f"attention_mask must be a torch.Tensor, got {type(attention_mask).__name__}")
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating torch.dtype such as torch.float32, got {dtype!r}")
+    if attention_mask.dim() != 2:
+        raise ValueError(
+            f"attention_mask must have shape (N, T), got shape {tuple(attention_mask.shape)}"
+        )
+    if not ((attention_mask == 0) | (attention_mask == 1)).all():
+        raise ValueError("attention_mask must hold only 0 (padding) and 1 (real token)")
+
+
+def _check_config(config) -> tuple[int, int]:
+    hidden_size = check_int("hidden_size", config.hidden_size)
+    num_heads = check_int("num_attention_heads", config.num_attention_heads)
+    if hidden_size % num_heads != 0:
+        raise ValueError(
+            f"The hidden size ({hidden_size}) is not a multiple of the number of "
+            f"attention heads ({num_heads})"
+        )
+    return hidden_size, num_heads
+
+
+def _check_attention_mask(mask: object, dtype: torch.dtype, scores_shape: tuple) -> None:
+    if not isinstance(mask, Tensor) or not mask.is_floating_point():
+        kind = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
+        raise TypeError(
+            f"attention_mask must be BERT's additive float mask (see extended_attention_mask), "
+            f"got {kind}"
+        )
+    if mask.dtype != dtype:
+        raise TypeError(
+            f"attention_mask has dtype {mask.dtype} but hidden_states has {dtype}; "
+            f"build it with extended_attention_mask(mask, dtype={dtype})"
+        )
+    if mask.isnan().any():
+        raise ValueError("attention_mask holds NaN: 0 keeps a key, finfo.min or -inf removes it")
+    if (mask > 0).any():
+        raise ValueError(
+            f"attention_mask holds positive values (largest {mask.max().item():g}): it must be "
+            f"BERT's additive extended mask (0 keeps, finfo.min removes), not the tokenizer's "
+            f"0/1 mask; build it with extended_attention_mask(mask)"
+        )
+    if mask.dim() < 3 or not broadcasts_to(mask.shape, scores_shape):
+        raise ValueError(
+            f"attention_mask of shape {tuple(mask.shape)} does not broadcast to the scores' "
+            f"shape (N, h, T, T) = {scores_shape} with at least 3 dimensions; "
+            f"extended_attention_mask gives (N, 1, 1, T)"
+        )
+
+
+def _head_mask_4d(head_mask: object, dtype: torch.dtype, scores_shape: tuple) -> Tensor:
+    """A head mask as ``(1, h, 1, 1)`` or another 4-D shape that broadcasts to the scores."""
+    if not isinstance(head_mask, Tensor) or not head_mask.is_floating_point():
+        kind = head_mask.dtype if isinstance(head_mask, Tensor) else type(head_mask).__name__
+        raise TypeError(f"head_mask must be a floating-point tensor, got {kind}")
+    if head_mask.dtype != dtype:
+        raise TypeError(f"head_mask has dtype {head_mask.dtype} but hidden_states has {dtype}")
+    num_heads = scores_shape[1]
+    if head_mask.shape == (num_heads,):
+        return head_mask.view(1, num_heads, 1, 1)  # (1, h, 1, 1)
+    if head_mask.dim() == 4 and broadcasts_to(head_mask.shape, scores_shape):
+        return head_mask
+    raise ValueError(
+        f"head_mask must have shape (h,) = ({num_heads},) or be 4-D and broadcast to "
+        f"(N, h, T, T) = {scores_shape}, got shape {tuple(head_mask.shape)}"
+    )
+
+
+def _check_forward(module, hidden_states, attention_mask, head_mask) -> Tensor | None:
+    """Check the inputs of ``forward``; returns ``head_mask`` as a 4-D tensor (or None)."""
+    dtype = module.query.weight.dtype
+    check_tokens("hidden_states", hidden_states, "hidden_size", module.hidden_size, dtype)
+    N, T = hidden_states.shape[:2]
+    scores_shape = (N, module.num_attention_heads, T, T)
+    if attention_mask is not None:
+        _check_attention_mask(attention_mask, hidden_states.dtype, scores_shape)
+    if head_mask is not None:
+        head_mask = _head_mask_4d(head_mask, hidden_states.dtype, scores_shape)
+    return head_mask

@@ -7,26 +7,19 @@ __all__ = ['causal_mask', 'padding_mask', 'mask_from_blocked', 'additive_mask']
 
 # %% book/chapters/05_masked_attention.md, cell 16
 from collections.abc import Sequence
-from numbers import Integral
 
 import torch
 from torch import Tensor
 
-
-def _check_size(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value}")
-    return int(value)
+from attention_book._checks import check_int
 
 
 def causal_mask(T_q: int, T_k: int | None = None, *, device=None) -> Tensor:
     """The causal mask: query ``i`` may attend to key ``j`` when ``j <= i``.
 
     Args:
-        T_q: number of queries, a positive int.
-        T_k: number of keys, a positive int; defaults to ``T_q``.
+        T_q: number of queries, an int >= 0.
+        T_k: number of keys, an int >= 0; defaults to ``T_q``.
         device: where to create the mask.
 
     Returns:
@@ -37,31 +30,11 @@ def causal_mask(T_q: int, T_k: int | None = None, *, device=None) -> Tensor:
 
     Raises:
         TypeError: ``T_q`` or ``T_k`` is not an int.
-        ValueError: ``T_q`` or ``T_k`` is not positive.
+        ValueError: ``T_q`` or ``T_k`` is negative.
     """
-    T_q = _check_size("T_q", T_q)
-    T_k = T_q if T_k is None else _check_size("T_k", T_k)
+    T_q = check_int("T_q", T_q, minimum=0)
+    T_k = T_q if T_k is None else check_int("T_k", T_k, minimum=0)
     return torch.ones(T_q, T_k, dtype=torch.bool, device=device).tril()  # (T_q, T_k)
-
-
-def _lengths_tensor(lengths: object) -> Tensor:
-    if isinstance(lengths, Tensor):
-        if lengths.dtype == torch.bool or lengths.is_floating_point() or lengths.is_complex():
-            raise TypeError(f"lengths must hold integers, got a tensor of dtype {lengths.dtype}")
-        if lengths.dim() != 1:
-            raise ValueError(f"lengths must be 1-D (N,), got shape {tuple(lengths.shape)}")
-        return lengths.long()
-    if not isinstance(lengths, Sequence) or isinstance(lengths, str):
-        raise TypeError(
-            f"lengths must be a 1-D integer tensor or a sequence of ints, "
-            f"got {type(lengths).__name__}"
-        )
-    for length in lengths:
-        if isinstance(length, bool) or not isinstance(length, Integral):
-            raise TypeError(
-                f"lengths must hold integers, got {length!r} ({type(length).__name__})"
-            )
-    return torch.tensor([int(length) for length in lengths], dtype=torch.long)
 
 
 def padding_mask(lengths: Tensor | Sequence[int], max_len: int | None = None) -> Tensor:
@@ -82,17 +55,7 @@ def padding_mask(lengths: Tensor | Sequence[int], max_len: int | None = None) ->
         ValueError: ``lengths`` is not 1-D, is empty or all 0 without ``max_len``, holds a
             negative length or one longer than ``max_len``; ``max_len`` is not positive.
     """
-    lengths = _lengths_tensor(lengths)  # (N,)
-    longest = int(lengths.max()) if lengths.numel() else 0
-    if lengths.numel() and int(lengths.min()) < 0:
-        raise ValueError(f"lengths must be non-negative, got {lengths.tolist()}")
-    if max_len is None:
-        if longest == 0:
-            raise ValueError(f"lengths are empty or all 0 ({lengths.tolist()}): pass max_len")
-        max_len = longest
-    max_len = _check_size("max_len", max_len)
-    if longest > max_len:
-        raise ValueError(f"lengths must not exceed max_len={max_len}, got {lengths.tolist()}")
+    lengths, max_len = _checked_lengths(lengths, max_len)  # (N,) int64, an int >= 1
     positions = torch.arange(max_len, device=lengths.device)  # (T,)
     return positions < lengths[:, None]  # (N, T)
 
@@ -111,16 +74,7 @@ def mask_from_blocked(blocked: Tensor) -> Tensor:
         TypeError: ``blocked`` is not a tensor, or is floating (an additive mask, not 0/1).
         ValueError: ``blocked`` holds values other than 0 and 1.
     """
-    if not isinstance(blocked, Tensor):
-        raise TypeError(f"blocked must be a torch.Tensor, got {type(blocked).__name__}")
-    if blocked.is_floating_point() or blocked.is_complex():
-        raise TypeError(
-            f"blocked must be a bool or integer 0/1 tensor (1 = masked), got dtype "
-            f"{blocked.dtype}; a floating mask is additive, not 0/1"
-        )
-    if blocked.dtype != torch.bool and ((blocked != 0) & (blocked != 1)).any():
-        values = blocked.unique().tolist()
-        raise ValueError(f"blocked must hold only 0 and 1 (1 = masked), got values {values}")
+    _check_blocked(blocked)
     return blocked == 0
 
 
@@ -138,10 +92,59 @@ def additive_mask(allowed: Tensor, *, dtype: torch.dtype = torch.float32) -> Ten
     Raises:
         TypeError: ``allowed`` is not a bool tensor, or ``dtype`` is not floating.
     """
+    _check_allowed(allowed, dtype)
+    zeros = torch.zeros(allowed.shape, dtype=dtype, device=allowed.device)  # allowed's shape
+    return zeros.masked_fill(~allowed, float("-inf"))
+
+
+# %% book/chapters/05_masked_attention.md, cell 18
+from numbers import Integral
+
+
+def _checked_lengths(lengths: object, max_len: object) -> tuple[Tensor, int]:
+    """``lengths`` as a 1-D int64 tensor, and ``max_len`` (default: the longest) as an int."""
+    if isinstance(lengths, Tensor):
+        if lengths.dtype == torch.bool or lengths.is_floating_point() or lengths.is_complex():
+            raise TypeError(f"lengths must hold integers, got a tensor of dtype {lengths.dtype}")
+        if lengths.dim() != 1:
+            raise ValueError(f"lengths must be 1-D (N,), got shape {tuple(lengths.shape)}")
+    elif not isinstance(lengths, Sequence) or isinstance(lengths, str):
+        raise TypeError(
+            f"lengths must be a 1-D integer tensor or a sequence of ints, got {type(lengths).__name__}"
+        )
+    else:
+        for length in lengths:
+            if isinstance(length, bool) or not isinstance(length, Integral):
+                raise TypeError(f"lengths must hold integers, got {length!r} ({type(length).__name__})")
+        lengths = torch.tensor([int(length) for length in lengths], dtype=torch.long)
+    lengths = lengths.long()  # (N,)
+    longest = int(lengths.max()) if lengths.numel() else 0
+    if lengths.numel() and int(lengths.min()) < 0:
+        raise ValueError(f"lengths must be non-negative, got {lengths.tolist()}")
+    if max_len is None and longest == 0:
+        raise ValueError(f"lengths are empty or all 0 ({lengths.tolist()}): pass max_len")
+    max_len = longest if max_len is None else check_int("max_len", max_len)
+    if longest > max_len:
+        raise ValueError(f"lengths must not exceed max_len={max_len}, got {lengths.tolist()}")
+    return lengths, max_len
+
+
+def _check_blocked(blocked: object) -> None:
+    if not isinstance(blocked, Tensor):
+        raise TypeError(f"blocked must be a torch.Tensor, got {type(blocked).__name__}")
+    if blocked.is_floating_point() or blocked.is_complex():
+        raise TypeError(
+            f"blocked must be a bool or integer 0/1 tensor (1 = masked), got dtype "
+            f"{blocked.dtype}; a floating mask is additive, not 0/1"
+        )
+    if blocked.dtype != torch.bool and ((blocked != 0) & (blocked != 1)).any():
+        values = blocked.unique().tolist()
+        raise ValueError(f"blocked must hold only 0 and 1 (1 = masked), got values {values}")
+
+
+def _check_allowed(allowed: object, dtype: object) -> None:
     if not isinstance(allowed, Tensor) or allowed.dtype != torch.bool:
         kind = allowed.dtype if isinstance(allowed, Tensor) else type(allowed).__name__
         raise TypeError(f"allowed must be a bool tensor (True = may attend), got {kind}")
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise TypeError(f"dtype must be a floating torch.dtype, got {dtype}")
-    zeros = torch.zeros(allowed.shape, dtype=dtype, device=allowed.device)  # allowed's shape
-    return zeros.masked_fill(~allowed, float("-inf"))

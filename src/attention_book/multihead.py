@@ -6,24 +6,16 @@ __all__ = ['split_heads', 'merge_heads', 'MultiHeadAttention']
 
 
 # %% book/chapters/06_multihead_attention.md, cell 16
-from numbers import Integral
-
 import torch
 from torch import Tensor
 
-
-def _check_num_heads(num_heads: object) -> int:
-    if isinstance(num_heads, bool) or not isinstance(num_heads, Integral):
-        raise TypeError(f"num_heads must be an int, got {type(num_heads).__name__} {num_heads!r}")
-    if num_heads <= 0:
-        raise ValueError(f"num_heads must be positive, got {num_heads}")
-    return int(num_heads)
+from attention_book._checks import check_int
 
 
 def split_heads(x: Tensor, num_heads: int) -> Tensor:
     """Share the features out among heads: ``(N, T, d_model) -> (N, h, T, d_k)``.
 
-    ``d_k = d_model / num_heads``; head ``i`` gets features ``i*d_k`` to ``(i+1)*d_k - 1``.
+    ``d_k = d_model / num_heads``; head ``c`` gets features ``c*d_k`` to ``(c+1)*d_k - 1``.
     The result is a view when ``x`` is contiguous (as a ``nn.Linear`` output is).
 
     Raises:
@@ -31,14 +23,8 @@ def split_heads(x: Tensor, num_heads: int) -> Tensor:
         ValueError: ``num_heads`` is not positive, ``x`` is not 3-D, or its last dimension
             is not divisible by ``num_heads``.
     """
-    num_heads = _check_num_heads(num_heads)
-    if not isinstance(x, Tensor):
-        raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
-    if x.dim() != 3 or x.shape[-1] % num_heads != 0:
-        raise ValueError(
-            f"x must have shape (N, T, d_model) with d_model divisible by num_heads="
-            f"{num_heads}, got {tuple(x.shape)}"
-        )
+    num_heads = check_int("num_heads", num_heads)
+    _check_split(x, num_heads)
     N, T, d_model = x.shape
     return x.reshape(N, T, num_heads, d_model // num_heads).permute(0, 2, 1, 3)  # (N, h, T, d_k)
 
@@ -47,89 +33,22 @@ def merge_heads(x: Tensor) -> Tensor:
     """Concatenate the heads again: ``(N, h, T, d_k) -> (N, T, h * d_k)``.
 
     Raises:
+        TypeError: ``x`` is not a tensor.
         ValueError: ``x`` is not 4-D.
     """
-    if x.dim() != 4:
-        raise ValueError(f"x must have shape (N, h, T, d_k), got {tuple(x.shape)}")
+    _check_merge(x)
     N, h, T, d_k = x.shape
     return x.permute(0, 2, 1, 3).reshape(N, T, h * d_k)  # (N, T, d_model)
 
 
 # %% book/chapters/06_multihead_attention.md, cell 33
-from numbers import Real
+from functools import reduce
 
-from attention_book.attention import _broadcasts_to
-
-
-def _check_sizes(d_model: object, num_heads: object, dropout: object) -> tuple[int, int, float]:
-    if isinstance(d_model, bool) or not isinstance(d_model, Integral):
-        raise TypeError(f"d_model must be an int, got {type(d_model).__name__} {d_model!r}")
-    if d_model <= 0:
-        raise ValueError(f"d_model must be positive, got {d_model}")
-    d_model, num_heads = int(d_model), _check_num_heads(num_heads)
-    if d_model % num_heads != 0:
-        raise ValueError(
-            f"d_model={d_model} is not divisible by num_heads={num_heads}: every head needs "
-            f"the same width d_k = d_model / num_heads"
-        )
-    if isinstance(dropout, bool) or not isinstance(dropout, Real):
-        raise TypeError(f"dropout must be a number in [0, 1), got {type(dropout).__name__} {dropout!r}")
-    if not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout must be in [0, 1), got {dropout}")
-    return d_model, num_heads, float(dropout)
-
-
-def _check_inputs(query: object, key: object, value: object, d_model: int, dtype: torch.dtype) -> None:
-    for name, x in (("query", query), ("key", key), ("value", value)):
-        if not isinstance(x, Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-        if not x.is_floating_point():
-            raise TypeError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
-        if x.dim() != 3 or x.shape[-1] != d_model:
-            raise ValueError(
-                f"{name} must have shape (N, T, d_model) with d_model={d_model}, "
-                f"got {tuple(x.shape)}"
-            )
-    for name, x in (("key", key), ("value", value)):
-        if x.dtype != query.dtype:
-            raise TypeError(f"{name} has dtype {x.dtype} but query has dtype {query.dtype}")
-    if query.dtype != dtype:
-        raise TypeError(
-            f"query, key and value have dtype {query.dtype} but the module's weights have "
-            f"dtype {dtype}; convert one of them with .to(...)"
-        )
-    if not query.shape[0] == key.shape[0] == value.shape[0]:
-        raise ValueError(
-            f"query, key and value must have the same batch size N, got query "
-            f"{tuple(query.shape)}, key {tuple(key.shape)} and value {tuple(value.shape)}"
-        )
-    if key.shape[1] != value.shape[1]:
-        raise ValueError(
-            f"key and value must have the same length T_k, got key {tuple(key.shape)} "
-            f"and value {tuple(value.shape)}"
-        )
-
-
-def _check_mask(mask: object, expected: tuple[int, int, int, int]) -> None:
-    if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
-        got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
-        raise TypeError(f"mask must be a bool tensor (True = may attend), got {got}")
-    # Only 2-D and 4-D: a 3-D (N, T_q, T_k) would be read as (h, T_q, T_k) when N == h.
-    if not (mask.dim() == 2 and _broadcasts_to(mask.shape, expected[2:])
-            or mask.dim() == 4 and _broadcasts_to(mask.shape, expected)):
-        raise ValueError(
-            f"mask must be 2-D, broadcastable to (T_q, T_k) = {expected[2:]} and shared by "
-            f"the batch and the heads, or 4-D, broadcastable to (N, h, T_q, T_k) = "
-            f"{expected}; got shape {tuple(mask.shape)}. A padding mask (N, T_k) must be "
-            f"given as mask[:, None, None, :], of shape (N, 1, 1, T_k)"
-        )
-
-
-# %% book/chapters/06_multihead_attention.md, cell 35
 import torch.nn.functional as F
 from torch import nn
 
 from attention_book.attention import scaled_dot_product_attention
+from attention_book.masks import causal_mask
 
 
 class MultiHeadAttention(nn.Module):
@@ -145,21 +64,19 @@ class MultiHeadAttention(nn.Module):
 
     Raises:
         TypeError: ``d_model`` or ``num_heads`` is not an int (``numbers.Integral``, such as
-            ``numpy.int64``, is accepted), or ``dropout`` is not a number.
+            ``numpy.int64``, is accepted), or ``dropout`` is not a real number.
         ValueError: a non-positive size, ``d_model % num_heads != 0``, or ``dropout``
             outside ``[0, 1)``.
     """
 
     def __init__(self, d_model: int, num_heads: int, *, dropout: float = 0.0, bias: bool = True):
         super().__init__()
-        d_model, num_heads, dropout = _check_sizes(d_model, num_heads, dropout)
-        self.d_model, self.num_heads = d_model, num_heads
-        self.d_k = d_model // num_heads
-        self.dropout = dropout
-        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.k_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.v_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.d_model, self.num_heads, self.dropout = _check_sizes(d_model, num_heads, dropout)
+        self.d_k = self.d_model // self.num_heads
+        self.q_proj = nn.Linear(self.d_model, self.d_model, bias=bias)
+        self.k_proj = nn.Linear(self.d_model, self.d_model, bias=bias)
+        self.v_proj = nn.Linear(self.d_model, self.d_model, bias=bias)
+        self.out_proj = nn.Linear(self.d_model, self.d_model, bias=bias)
 
     def forward(
         self,
@@ -168,6 +85,8 @@ class MultiHeadAttention(nn.Module):
         value: Tensor | None = None,
         mask: Tensor | None = None,
         *,
+        key_padding_mask: Tensor | None = None,
+        is_causal: bool = False,
         need_weights: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
         """Attend from ``query`` ``(N, T_q, d_model)`` to ``key``/``value`` ``(N, T_k, d_model)``.
@@ -175,16 +94,19 @@ class MultiHeadAttention(nn.Module):
         ``key`` defaults to ``query``, and ``value`` to ``key``: with neither given,
         ``value`` is ``query`` (self-attention); with only ``key`` given, ``value`` is ``key``.
 
-        ``mask`` is bool, True = may attend, in one of two forms: 2-D, read as
-        ``(T_q, T_k)`` and shared by the batch and the heads (a causal mask); or 4-D,
-        broadcastable to ``(N, h, T_q, T_k)``. A padding mask ``(N, T_k)`` must be given as
-        ``mask[:, None, None, :]``: as 2-D it would be read as ``(T_q, T_k)``, which cannot be
-        told apart when ``N == T_q``. A query that may attend to nothing gets a zero context
-        (its output is ``out_proj.bias``), never NaN.
+        What a query may attend to (all optional, bool, True = may attend):
 
-        The fused path never stores the ``(N, h, T_q, T_k)`` scores or weights on CPU; a mask
-        that has ``T_q * T_k`` elements per sequence (such as a causal mask) still costs that
-        much memory, and PyTorch converts a bool mask into a float one of the same shape.
+        - ``key_padding_mask`` ``(N, T_k)``: True = real token, False = padding.
+        - ``is_causal=True``: query ``i`` sees keys ``0..i`` (top-left, as PyTorch's
+          ``is_causal``). The fused path passes it to PyTorch's kernel and builds no
+          ``(T_q, T_k)`` mask, unless a ``key_padding_mask`` comes with it.
+        - ``mask``: 2-D, read as ``(T_q, T_k)`` and shared by the batch and the heads; or 4-D,
+          broadcastable to ``(N, h, T_q, T_k)``. Not together with ``is_causal=True``. A
+          padding mask ``(N, T_k)`` passed here is read as ``(T_q, T_k)`` whenever
+          ``N == T_q``: pass it as ``key_padding_mask``.
+
+        Masks given together combine: a key must be allowed by each. A query that may
+        attend to nothing gets a zero context (its output is ``out_proj.bias``), never NaN.
 
         Returns:
             ``(output, weights)``: output ``(N, T_q, d_model)``; with ``need_weights=True``
@@ -193,28 +115,114 @@ class MultiHeadAttention(nn.Module):
             ``torch.nn.functional.scaled_dot_product_attention`` is used.
 
         Raises:
-            TypeError: a non-tensor or non-floating input; ``key`` or ``value`` of another
-                dtype than ``query``, or inputs of another dtype than the module's weights;
-                a mask that is not bool.
+            TypeError: a non-tensor or non-floating input, or one of another dtype than the
+                module's weights; a mask that is not bool; an ``is_causal`` that is not bool.
             ValueError: an input that is not ``(N, T, d_model)``, different batch sizes,
                 ``key`` and ``value`` of different lengths, a mask that is not 2-D or 4-D or
-                does not broadcast.
+                does not broadcast, a ``key_padding_mask`` that is not ``(N, T_k)``, ``mask``
+                with ``is_causal=True``.
         """
         key = query if key is None else key
         value = key if value is None else value
-        _check_inputs(query, key, value, self.d_model, self.q_proj.weight.dtype)
-        if mask is not None:
-            _check_mask(mask, (query.shape[0], self.num_heads, query.shape[1], key.shape[1]))
+        _check_forward(self, query, key, value, mask, key_padding_mask, is_causal)
         q = split_heads(self.q_proj(query), self.num_heads)  # (N, h, T_q, d_k)
         k = split_heads(self.k_proj(key), self.num_heads)    # (N, h, T_k, d_k)
         v = split_heads(self.v_proj(value), self.num_heads)  # (N, h, T_k, d_k)
+        padding = None if key_padding_mask is None else key_padding_mask[:, None, None, :]  # (N, 1, 1, T_k)
+        build_causal = is_causal and (need_weights or padding is not None)
+        causal = causal_mask(q.shape[2], k.shape[2], device=q.device) if build_causal else None  # (T_q, T_k)
+        given = [m for m in (mask, padding, causal) if m is not None]
+        allowed = reduce(torch.logical_and, given) if given else None  # broadcasts to (N, h, T_q, T_k)
         p = self.dropout if self.training else 0.0
-        weights = None
-        if need_weights:
-            heads, weights = scaled_dot_product_attention(q, k, v, mask)  # (N, h, T_q, d_k), (N, h, T_q, T_k)
-            if p > 0.0:
-                weights = F.dropout(weights, p)  # (N, h, T_q, T_k)
-                heads = weights @ v              # (N, h, T_q, d_k)
-        else:
-            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (N, h, T_q, d_k)
-        return self.out_proj(merge_heads(heads)), weights  # (N, T_q, d_model), weights or None
+        if not need_weights:
+            heads = F.scaled_dot_product_attention(  # (N, h, T_q, d_k)
+                q, k, v, attn_mask=allowed, dropout_p=p, is_causal=is_causal and not build_causal
+            )
+            return self.out_proj(merge_heads(heads)), None  # (N, T_q, d_model)
+        heads, weights = scaled_dot_product_attention(q, k, v, allowed)  # (N, h, T_q, d_k), (N, h, T_q, T_k)
+        if p > 0.0:
+            weights = F.dropout(weights, p)  # (N, h, T_q, T_k)
+            heads = weights @ v              # (N, h, T_q, d_k)
+        return self.out_proj(merge_heads(heads)), weights  # (N, T_q, d_model), (N, h, T_q, T_k)
+
+
+# %% book/chapters/06_multihead_attention.md, cell 35
+from attention_book._checks import broadcasts_to, check_probability, check_tokens
+
+
+def _check_split(x: object, num_heads: int) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+    if x.dim() != 3 or x.shape[-1] % num_heads != 0:
+        raise ValueError(
+            f"x must have shape (N, T, d_model) with d_model divisible by num_heads="
+            f"{num_heads}, got {tuple(x.shape)}"
+        )
+
+
+def _check_merge(x: object) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+    if x.dim() != 4:
+        raise ValueError(f"x must have shape (N, h, T, d_k), got {tuple(x.shape)}")
+
+
+def _check_sizes(d_model: object, num_heads: object, dropout: object) -> tuple[int, int, float]:
+    d_model, num_heads = check_int("d_model", d_model), check_int("num_heads", num_heads)
+    if d_model % num_heads != 0:
+        raise ValueError(
+            f"d_model={d_model} is not divisible by num_heads={num_heads}: every head needs "
+            f"the same width d_k = d_model / num_heads"
+        )
+    return d_model, num_heads, check_probability("dropout", dropout)
+
+
+def _check_bool(name: str, mask: object, meaning: str) -> None:
+    if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
+        got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
+        raise TypeError(f"{name} must be a bool tensor ({meaning}), got {got}")
+
+
+def _check_mask(mask: object, expected: tuple[int, int, int, int]) -> None:
+    _check_bool("mask", mask, "True = may attend")
+    # Only 2-D and 4-D: a 3-D (N, T_q, T_k) would be read as (h, T_q, T_k) when N == h.
+    if not (mask.dim() == 2 and broadcasts_to(mask.shape, expected[2:])
+            or mask.dim() == 4 and broadcasts_to(mask.shape, expected)):
+        raise ValueError(
+            f"mask must be 2-D, broadcastable to (T_q, T_k) = {expected[2:]} and shared by "
+            f"the batch and the heads, or 4-D, broadcastable to (N, h, T_q, T_k) = "
+            f"{expected}; got shape {tuple(mask.shape)}. A padding mask (N, T_k) goes in "
+            f"key_padding_mask"
+        )
+
+
+def _check_forward(module, query, key, value, mask, key_padding_mask, is_causal) -> None:
+    for name, x in (("query", query), ("key", key), ("value", value)):
+        check_tokens(name, x, "d_model", module.d_model, module.q_proj.weight.dtype)
+    if not query.shape[0] == key.shape[0] == value.shape[0]:
+        raise ValueError(
+            f"query, key and value must have the same batch size N, got query "
+            f"{tuple(query.shape)}, key {tuple(key.shape)} and value {tuple(value.shape)}"
+        )
+    if key.shape[1] != value.shape[1]:
+        raise ValueError(
+            f"key and value must have the same length T_k, got key {tuple(key.shape)} "
+            f"and value {tuple(value.shape)}"
+        )
+    (N, T_q, _), T_k = query.shape, key.shape[1]
+    if mask is not None:
+        _check_mask(mask, (N, module.num_heads, T_q, T_k))
+    if key_padding_mask is not None:
+        _check_bool("key_padding_mask", key_padding_mask, "True = real token")
+        if key_padding_mask.shape != (N, T_k):
+            raise ValueError(
+                f"key_padding_mask must have shape (N, T_k) = {(N, T_k)}, "
+                f"got {tuple(key_padding_mask.shape)}"
+            )
+    if not isinstance(is_causal, bool):
+        raise TypeError(f"is_causal must be a bool, got {type(is_causal).__name__}")
+    if is_causal and mask is not None:
+        raise ValueError(
+            "mask cannot be given with is_causal=True: combine them into one mask, "
+            "causal_mask(T_q, T_k) & mask, or pass key_padding_mask with is_causal"
+        )
