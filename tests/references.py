@@ -1,4 +1,4 @@
-"""Independent float64 references the package tests compare against."""
+"""Independent float64 references the package tests compare against, and their inputs."""
 
 import math
 
@@ -16,3 +16,14 @@ def attention_float64(q, k, v, mask=None, scale=None):
     weights = weights / weights.sum(-1, keepdim=True)
     weights = torch.nan_to_num(weights, nan=0.0)  # rows with every key masked
     return torch.einsum("...ij,...jd->...id", weights, v), weights
+
+
+def qkv(shape_q, shape_k, d_v, dtype=torch.float32, seed=0):
+    """Seeded random query (shape_q), key (shape_k) and value (shape_k[:-1] + (d_v,)) in dtype.
+
+    Drawn in float64 and rounded, so that every dtype gets the same numbers."""
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(shape_q, generator=g, dtype=torch.float64)
+    k = torch.randn(shape_k, generator=g, dtype=torch.float64)
+    v = torch.randn(shape_k[:-1] + (d_v,), generator=g, dtype=torch.float64)
+    return q.to(dtype), k.to(dtype), v.to(dtype)

@@ -11,16 +11,9 @@ from hypothesis import strategies as st
 
 from attention_book import scaled_dot_product_attention
 from references import attention_float64 as reference
+from references import qkv
 
 FLOAT_DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
-
-
-def qkv(shape_q, shape_k, d_v, dtype=torch.float32, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    q = torch.randn(shape_q, generator=g, dtype=torch.float64)
-    k = torch.randn(shape_k, generator=g, dtype=torch.float64)
-    v = torch.randn(shape_k[:-1] + (d_v,), generator=g, dtype=torch.float64)
-    return q.to(dtype), k.to(dtype), v.to(dtype)
 
 
 SHAPES = [

@@ -70,11 +70,6 @@ def test_bert_config_defaults_are_bert_base():
     assert tuple(layer.query.weight.shape) == (768, 768)
 
 
-def test_not_a_multiple_raises_the_notes_message():
-    with pytest.raises(ValueError, match=r"hidden size \(100\).*attention heads \(12\)"):
-        BertSelfAttention(BertConfig(hidden_size=100, num_attention_heads=12))
-
-
 def test_accepts_a_transformers_config_and_has_its_state_dict_keys():
     hf_config = transformers.BertConfig(hidden_size=32, num_attention_heads=4)
     ours = BertSelfAttention(hf_config)

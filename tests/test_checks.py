@@ -19,6 +19,7 @@ CALLS = {  # argument name -> a call that passes `value` as that argument
     "T_q": lambda value: causal_mask(value),
     "T_k": lambda value: causal_mask(3, value),
     "max_len": lambda value: padding_mask([1, 2], value),
+    "lengths": lambda value: padding_mask([value, 1]),
     "dim": lambda value: softmax(torch.zeros(2, 3, 4), value),
     "num_heads": lambda value: split_heads(torch.zeros(1, 2, 4), value),
     "d_model": lambda value: MultiHeadAttention(value, 2),

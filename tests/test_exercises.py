@@ -6,19 +6,13 @@ chapter: ``tools/standalone.py``.)
 from __future__ import annotations
 
 import ast
-import sys
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-from exercises import directives  # noqa: E402 (tools/exercises.py)
-
-CHAPTERS = sorted((ROOT / "book" / "chapters").glob("*.md"))
+from chapters import SOURCES, ids
+from exercises import directives  # tools/exercises.py
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", SOURCES, ids=ids(SOURCES))
 def test_exercises_and_solutions(path):
     found = directives(path.read_text())
     exercises = [d for d in found if d.name == "exercise"]
@@ -50,33 +44,3 @@ def test_exercises_and_solutions(path):
         f"{path.name}: no solution checks itself with an assert"
     )
 
-
-def test_the_reader_recognises_fences_options_and_code():
-    text = """
-```{exercise}
-:label: ex-a
-
-Question $x$.
-```
-
-````{solution} ex-a
-:class: dropdown
-
-Because.
-
-```python
-x = 1
-assert x == 1
-```
-````
-
-:::{exercise}
-:label: ex-b
-Another.
-:::
-"""
-    exercise_a, solution_a, exercise_b = directives(text)
-    assert (exercise_a.name, exercise_a.label, exercise_b.label) == ("exercise", "ex-a", "ex-b")
-    assert (solution_a.argument, solution_a.classes) == ("ex-a", ["dropdown"])
-    assert solution_a.python == ["x = 1\nassert x == 1\n"]
-    assert exercise_a.python == []

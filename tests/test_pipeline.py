@@ -8,15 +8,11 @@ import textwrap
 from pathlib import Path
 
 import nbformat
+import notebooks  # tools/notebooks.py
 import pytest
+import tangle  # tools/tangle.py
+from chapters import ROOT, SOURCES, ids
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-
-import notebooks  # noqa: E402
-import tangle  # noqa: E402
-
-CHAPTERS = sorted((ROOT / "book" / "chapters").glob("*.md"))
 FRONT_MATTER = """\
 ---
 jupytext:
@@ -165,10 +161,10 @@ def test_committed_src_matches_a_fresh_tangle(capsys):
 
 
 def test_editing_an_exported_line_without_tangling_is_caught(tmp_path, capsys):
-    marked = next(p for p in CHAPTERS if "#| export attention_book." in p.read_text())
+    marked = next(p for p in SOURCES if "#| export attention_book." in p.read_text())
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
     copies = []
-    for path in CHAPTERS:
+    for path in SOURCES:
         copy = tmp_path / path.relative_to(ROOT)
         copy.parent.mkdir(parents=True, exist_ok=True)
         text = path.read_text()
@@ -182,13 +178,13 @@ def test_editing_an_exported_line_without_tangling_is_caught(tmp_path, capsys):
     assert "+EDITED_WITHOUT_TANGLE = True" in diffs
 
 
-@pytest.mark.parametrize("md", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+@pytest.mark.parametrize("md", SOURCES, ids=ids(SOURCES))
 def test_notebook_matches_its_chapter_and_was_executed(md):
     assert notebooks.drift(md) == []
 
 
 def test_editing_a_notebook_without_its_chapter_is_caught(tmp_path):
-    md = CHAPTERS[0]
+    md = SOURCES[0]
     shutil.copy(md, tmp_path / md.name)
     ipynb = nbformat.read(md.with_suffix(".ipynb"), as_version=4)
     code = next(c for c in ipynb.cells if c.cell_type == "code" and "import" in c.source)
@@ -199,7 +195,7 @@ def test_editing_a_notebook_without_its_chapter_is_caught(tmp_path):
 
 
 def test_a_never_executed_cell_is_caught(tmp_path):
-    md = CHAPTERS[0]
+    md = SOURCES[0]
     shutil.copy(md, tmp_path / md.name)
     ipynb = nbformat.read(md.with_suffix(".ipynb"), as_version=4)
     code = [c for c in ipynb.cells if c.cell_type == "code"]
@@ -212,7 +208,7 @@ def test_check_commands_print_the_fix(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(tangle, "PACKAGE", tmp_path)
     assert tangle.main(["--check"]) == 1
     assert "run `make tangle`" in capsys.readouterr().out
-    md = tmp_path / CHAPTERS[0].name
-    shutil.copy(CHAPTERS[0], md)
+    md = tmp_path / SOURCES[0].name
+    shutil.copy(SOURCES[0], md)
     assert notebooks.main(["--check", str(md)]) == 1
     assert "run `make notebooks`" in capsys.readouterr().out

@@ -7,18 +7,12 @@ the package installed from a wheel and no network: ``tools/standalone.py``.)
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 import yaml
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-import standalone  # noqa: E402 (tools/standalone.py)
-
-CHAPTERS = sorted((ROOT / "book" / "chapters").glob("*.ipynb"))
+from chapters import NOTEBOOKS, ROOT, ids
 REPOSITORY = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
 SOURCE = f'git+{REPOSITORY["url"]}@{REPOSITORY["branch"]}'
 # The package from the repository, with an optional extra such as [bert].
@@ -36,10 +30,9 @@ def _code_cells(path: Path) -> list:
 def test_the_repository_is_named_and_on_main():
     assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", REPOSITORY["url"]), REPOSITORY
     assert REPOSITORY["branch"] == "main"
-    assert CHAPTERS, "no chapter notebooks"
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
 def test_first_code_cell_installs_the_package_in_colab_only(path):
     first = _code_cells(path)[0]
     tags = set(first.metadata.get("tags", []))
@@ -55,13 +48,13 @@ def test_first_code_cell_installs_the_package_in_colab_only(path):
     assert all(line.startswith("    ") for line in code[3:]), f"{path.name}:\n{first.source}"
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
 def test_no_other_cell_installs_anything(path):
     later = [cell.source for cell in _code_cells(path)[1:]]
     assert not [s for s in later if re.search(r"^\s*[%!]\s*(pip|conda|uv)\b", s, re.M)], path.name
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
 def test_the_chapter_picks_its_device_at_the_top(path):
     """Runs on Colab's GPU when there is one, on CPU everywhere else, unchanged."""
     setup = "\n".join(cell.source for cell in _code_cells(path)[1:3])
@@ -76,43 +69,3 @@ def test_the_pages_that_show_the_install_command_name_the_same_repository():
         for command in commands:
             assert command == f'pip install "attention-book @ {SOURCE}"', (page, command)
 
-
-def test_the_probe_rejects_the_editable_install(tmp_path, monkeypatch):
-    """The check that runs first in the standalone run fails when the wheel does not shadow."""
-    monkeypatch.setenv("ATTENTION_BOOK_WHEEL_SITE", str(tmp_path))
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(AssertionError, match="not from the wheel"):
-        exec(standalone.PROBE_SOURCE, {})
-
-
-def test_the_standalone_copy_appends_each_solution(tmp_path):
-    path = ROOT / "book" / "chapters" / "02_scaled_dot_product_attention.ipynb"
-    count = standalone.copy_with_solutions(path, tmp_path)
-    copy = nbformat.read(tmp_path / path.name, as_version=4)
-    original = nbformat.read(path, as_version=4)
-    assert count == 3
-    assert copy.cells[: len(original.cells)] == original.cells
-    appended = copy.cells[len(original.cells):]
-    assert len(appended) == count
-    assert all(cell.metadata["tags"] == ["nbval-ignore-output"] for cell in appended)
-    assert "torch.testing.assert_close(out_perm, all_outputs)" in appended[-1].source
-
-
-@pytest.mark.parametrize(
-    "interfaces, reachable",
-    [([(1, "lo")], False), ([(1, "lo"), (2, "eth0")], True)],
-)
-def test_the_probe_rejects_a_network(tmp_path, monkeypatch, interfaces, reachable):
-    """The probe passes only where loopback is the one network interface (as under unshare -n)."""
-    import socket
-
-    import attention_book
-
-    monkeypatch.setenv("ATTENTION_BOOK_WHEEL_SITE", str(Path(attention_book.__file__).parents[1]))
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(socket, "if_nameindex", lambda: interfaces)
-    if reachable:
-        with pytest.raises(AssertionError, match=r"network interfaces \['eth0', 'lo'\]"):
-            exec(standalone.PROBE_SOURCE, {})
-    else:
-        exec(standalone.PROBE_SOURCE, {})

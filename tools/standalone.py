@@ -32,9 +32,7 @@ import time
 from pathlib import Path
 
 import nbformat
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from exercises import directives  # noqa: E402 (tools/exercises.py)
+from exercises import directives  # tools/exercises.py, beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = ROOT / "book" / "chapters"

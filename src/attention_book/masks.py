@@ -98,9 +98,6 @@ def additive_mask(allowed: Tensor, *, dtype: torch.dtype = torch.float32) -> Ten
 
 
 # %% book/chapters/05_masked_attention.md, cell 18
-from numbers import Integral
-
-
 def _checked_lengths(lengths: object, max_len: object) -> tuple[Tensor, int]:
     """``lengths`` as a 1-D int64 tensor, and ``max_len`` (default: the longest) as an int."""
     if isinstance(lengths, Tensor):
@@ -113,10 +110,7 @@ def _checked_lengths(lengths: object, max_len: object) -> tuple[Tensor, int]:
             f"lengths must be a 1-D integer tensor or a sequence of ints, got {type(lengths).__name__}"
         )
     else:
-        for length in lengths:
-            if isinstance(length, bool) or not isinstance(length, Integral):
-                raise TypeError(f"lengths must hold integers, got {length!r} ({type(length).__name__})")
-        lengths = torch.tensor([int(length) for length in lengths], dtype=torch.long)
+        lengths = torch.tensor([check_int("lengths", n, minimum=None) for n in lengths], dtype=torch.long)
     lengths = lengths.long()  # (N,)
     longest = int(lengths.max()) if lengths.numel() else 0
     if lengths.numel() and int(lengths.min()) < 0:
