@@ -5,7 +5,7 @@
 __all__ = ['plot_attention']
 
 
-# %% book/chapters/01_what_is_attention.md, cell 32
+# %% book/chapters/01_what_is_attention.md, cell 34
 from collections.abc import Sequence
 
 import numpy as np
@@ -57,6 +57,7 @@ def plot_attention(
     title: str | None = None,
     annotate: bool | None = None,
     cmap: str = "viridis",
+    colorbar_label: str = "weight",
 ) -> Axes:
     """Draw a (T_q, T_k) matrix of attention weights as a heatmap: row = query, column = key.
 
@@ -70,16 +71,21 @@ def plot_attention(
         annotate: write each weight into its cell; by default only when
             ``T_q`` and ``T_k`` are both at most 12.
         cmap: a matplotlib colormap name.
+        colorbar_label: what the colours mean, written beside the colour bar; name it when
+            the matrix is not attention weights (scores, a mask).
 
     Returns:
         The axes, holding the image and a colour bar.
 
     Raises:
-        TypeError: ``weights`` is neither a tensor nor an array of numbers.
+        TypeError: ``weights`` is neither a tensor nor an array of numbers, or
+            ``colorbar_label`` is not a string.
         ValueError: ``weights`` is not 2-D, or the number of ``query_labels`` or
             ``key_labels`` differs from ``T_q`` or ``T_k``.
     """
     array = _weights_as_array(weights)  # (T_q, T_k)
+    if not isinstance(colorbar_label, str):
+        raise TypeError(f"colorbar_label must be a str, got {type(colorbar_label).__name__}")
     _check_labels("query_labels", query_labels, array.shape, 0)
     _check_labels("key_labels", key_labels, array.shape, 1)
     T_q, T_k = array.shape
@@ -89,7 +95,7 @@ def plot_attention(
         figsize = (min(2.5 + 0.6 * T_k, 12), min(1.5 + 0.5 * T_q, 10))
         _, ax = plt.subplots(figsize=figsize, facecolor="white")
     image = ax.imshow(array, cmap=cmap)
-    ax.figure.colorbar(image, ax=ax, label="weight")
+    ax.figure.colorbar(image, ax=ax, label=colorbar_label)
     ax.set(xlabel="key", ylabel="query")
     if key_labels is not None:
         long = max((len(str(label)) for label in key_labels), default=0) > 3
