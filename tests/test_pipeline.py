@@ -1,5 +1,6 @@
 """The literate pipeline: the tangler, and the drift checks between chapters, notebooks and src/."""
 
+import ast
 import os
 import shutil
 import subprocess
@@ -176,6 +177,16 @@ def test_editing_an_exported_line_without_tangling_is_caught(tmp_path, capsys):
         copies.append(copy)
     diffs = "".join(tangle.stale(tangle.tangle(copies, tmp_path), tangle.PACKAGE))
     assert "+EDITED_WITHOUT_TANGLE = True" in diffs
+
+
+def test_no_module_imports_a_private_name_of_another_public_module():
+    """Shared helpers live in a private module (attention_book._checks), imported from there."""
+    for path in sorted(tangle.PACKAGE.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("attention_book."):
+                source = node.module.split(".")[1]
+                private = [alias.name for alias in node.names if alias.name.startswith("_")]
+                assert source.startswith("_") or not private, f"{path.name} imports {private} from {source}"
 
 
 @pytest.mark.parametrize("md", SOURCES, ids=ids(SOURCES))
