@@ -1,0 +1,245 @@
+"""attention_book.tiled_attention against PyTorch's attention and a float64 reference, and the
+book's measuring tools (attention_book._measure)."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attention_book import tiled_attention
+from attention_book._measure import median_times, peak_memory
+from references import attention_float64 as reference
+
+
+def qkv(shape_q, shape_k, d_v, dtype=torch.float64, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(shape_q, generator=g, dtype=torch.float64)
+    k = torch.randn(shape_k, generator=g, dtype=torch.float64)
+    v = torch.randn(shape_k[:-1] + (d_v,), generator=g, dtype=torch.float64)
+    return q.to(dtype), k.to(dtype), v.to(dtype)
+
+
+def top_left_causal(t_q, t_k):
+    """PyTorch's is_causal, written out: query i may attend to keys j <= i."""
+    return torch.ones(t_q, t_k, dtype=torch.bool).tril()
+
+
+SHAPES = [
+    # (query shape, key shape, d_v, block_size): unbatched, batched, multi-head, deeper batch;
+    # lengths that are and are not multiples of the block, T_q < T_k and T_q > T_k, a block
+    # larger than both lengths, a block of one row
+    ((16, 8), (16, 8), 8, 4),
+    ((3, 37, 16), (3, 50, 16), 16, 16),
+    ((2, 4, 50, 8), (2, 4, 37, 8), 5, 16),
+    ((2, 3, 1, 7, 4), (2, 3, 1, 9, 4), 3, 128),
+    ((2, 5, 4), (2, 6, 4), 2, 1),
+]
+
+
+@pytest.mark.parametrize("shape_q, shape_k, d_v, block_size", SHAPES)
+@pytest.mark.parametrize("is_causal", [False, True])
+@pytest.mark.parametrize("dtype, atol", [(torch.float64, 1e-10), (torch.float32, 2e-5)])
+def test_equals_pytorch(shape_q, shape_k, d_v, block_size, is_causal, dtype, atol):
+    q, k, v = qkv(shape_q, shape_k, d_v, dtype)
+    out = tiled_attention(q, k, v, is_causal=is_causal, block_size=block_size)
+    assert out.shape == shape_q[:-1] + (d_v,) and out.dtype == dtype
+    theirs = F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+    torch.testing.assert_close(out, theirs, rtol=0, atol=atol)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    t_q=st.integers(1, 40),
+    t_k=st.integers(1, 40),
+    d_k=st.integers(1, 8),
+    d_v=st.integers(1, 8),
+    block_size=st.integers(1, 48),
+    is_causal=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_property_matches_float64_reference(t_q, t_k, d_k, d_v, block_size, is_causal, seed):
+    q, k, v = qkv((2, t_q, d_k), (2, t_k, d_k), d_v, torch.float64, seed)
+    mask = top_left_causal(t_q, t_k) if is_causal else None
+    expected, _ = reference(q, k, v, mask)
+    out = tiled_attention(q, k, v, is_causal=is_causal, block_size=block_size)
+    torch.testing.assert_close(out, expected, rtol=0, atol=1e-12)
+
+
+def test_custom_scale_matches_pytorch():
+    q, k, v = qkv((2, 5, 8), (2, 9, 8), 4, torch.float32)
+    out = tiled_attention(q, k, v, scale=0.3, block_size=4)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, scale=0.3))
+    assert not torch.allclose(out, tiled_attention(q, k, v, block_size=4))
+
+
+def test_no_keys_give_zeros_and_no_queries_an_empty_output():
+    q, k, v = qkv((2, 3, 4), (2, 0, 4), 5)
+    for is_causal in (False, True):
+        out = tiled_attention(q, k, v, is_causal=is_causal)
+        assert torch.equal(out, torch.zeros(2, 3, 5, dtype=torch.float64))
+        assert torch.equal(out, F.scaled_dot_product_attention(q, k, v, is_causal=is_causal))
+    q, k, v = qkv((2, 0, 4), (2, 6, 4), 5)
+    assert tiled_attention(q, k, v).shape == (2, 0, 5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_is_computed_in_float32(dtype):
+    q, k, v = qkv((2, 3, 40, 16), (2, 3, 50, 16), 8, dtype)
+    out = tiled_attention(q, k, v, block_size=16)
+    assert out.dtype == dtype
+    in_float32 = F.scaled_dot_product_attention(q.float(), k.float(), v.float())
+    # Only the final rounding to the input dtype separates the two.
+    torch.testing.assert_close(out, in_float32.to(dtype), rtol=0, atol=2 * torch.finfo(dtype).eps)
+
+
+def test_float16_scores_beyond_65504_stay_finite_and_within_2_percent():
+    g = torch.Generator().manual_seed(1)
+    q, k = ((300 * torch.randn(1, 2, 96, 64, generator=g)).half() for _ in range(2))
+    v = torch.randn(1, 2, 96, 64, generator=g).half()
+    assert (q.float() @ k.float().transpose(-2, -1) / 8).abs().max() > 65504
+    assert (torch.softmax(q @ k.transpose(-2, -1) / 8, dim=-1) @ v).isnan().any()  # naive float16
+    out = tiled_attention(q, k, v, block_size=32)
+    in_float32 = F.scaled_dot_product_attention(q.float(), k.float(), v.float())
+    assert out.isfinite().all()
+    assert (out.float() - in_float32).norm() / in_float32.norm() < 0.02
+
+
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_gradients_equal_pytorch_in_float64(is_causal):
+    q, k, v = qkv((2, 3, 37, 8), (2, 3, 50, 8), 5)
+    upstream = torch.randn(2, 3, 37, 5, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    ours = [t.clone().requires_grad_() for t in (q, k, v)]
+    theirs = [t.clone().requires_grad_() for t in (q, k, v)]
+    grads = torch.autograd.grad(tiled_attention(*ours, is_causal=is_causal, block_size=16), ours, upstream)
+    expected = torch.autograd.grad(F.scaled_dot_product_attention(*theirs, is_causal=is_causal), theirs, upstream)
+    for got, want in zip(grads, expected):
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-10)
+
+
+def test_gradient_through_a_single_key_and_a_dominant_score():
+    # ell is exactly 1 in both cases (only the maximum contributes): the gradient still flows.
+    for shape_k, factor in [((1, 1, 4), 1.0), ((1, 6, 4), 100.0)]:
+        q, k, v = qkv((1, 3, 4), shape_k, 2)
+        ours = [(factor * q).requires_grad_(), k.clone().requires_grad_(), v.clone().requires_grad_()]
+        theirs = [t.detach().clone().requires_grad_() for t in ours]
+        grads = torch.autograd.grad(tiled_attention(*ours, block_size=2).sum(), ours)
+        expected = torch.autograd.grad(F.scaled_dot_product_attention(*theirs).sum(), theirs)
+        for got, want in zip(grads, expected):
+            torch.testing.assert_close(got, want, rtol=0, atol=1e-10)
+
+
+class CountMatmuls(torch.overrides.TorchFunctionMode):
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.count += getattr(func, "__name__", "") in ("matmul", "__matmul__")
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("t_q, t_k, block_size", [(1000, 1000, 128), (64, 100, 16), (100, 40, 16)])
+def test_causal_skips_the_tiles_above_the_diagonal(t_q, t_k, block_size):
+    q, k, v = qkv((1, t_q, 4), (1, t_k, 4), 4, torch.float32)
+    # query block [r, r + B) needs the key blocks that start before min(T_k, r + B)
+    needed = sum(math.ceil(min(t_k, r + block_size) / block_size) for r in range(0, t_q, block_size))
+    everything = math.ceil(t_q / block_size) * math.ceil(t_k / block_size)
+    for is_causal, tiles in [(False, everything), (True, needed)]:
+        with CountMatmuls() as counter:
+            tiled_attention(q, k, v, is_causal=is_causal, block_size=block_size)
+        assert counter.count == 2 * tiles  # Q_I K_J^T and P V_J per tile
+    assert needed < everything
+
+
+def test_tiled_peak_memory_is_far_below_naive():
+    setup = """
+import torch
+from attention_book import tiled_attention
+q, k, v = (torch.randn(1, 1, 4096, 64) for _ in range(3))
+tiled_attention(q[..., :64, :], k[..., :64, :], v[..., :64, :])
+"""
+    peaks = peak_memory({
+        "naive": setup + "def run(): return torch.softmax(q @ k.transpose(-2, -1) / 8, -1) @ v",
+        "tiled": setup + "def run(): return tiled_attention(q, k, v)",
+    })
+    scores_mib = 4096 * 4096 * 4 / 2**20  # one (T, T) float32 matrix: 64 MiB
+    assert peaks["naive"][0] > 1.9 * scores_mib  # the scores and the weights
+    assert peaks["tiled"][0] < peaks["naive"][0] / 8
+
+
+# --- the measuring tools -------------------------------------------------------------------
+
+
+def test_peak_memory_sees_each_allocation_in_its_own_process_and_keeps_labels():
+    allocate = "import torch\ndef run(): return torch.ones(64, 2**20 // 4).sum()"  # 64 MiB
+    results = peak_memory({("big", 2): allocate, 1: "def run(): return None", "again": allocate})
+    assert list(results) == [("big", 2), 1, "again"]
+    assert 63 < results["big", 2][0] < 80 and results[1][0] < 4
+    # In one process, the first case's 64 MiB would have hidden the third's.
+    assert 63 < results["again"][0] < 80
+    assert all(seconds >= 0 for _, seconds in results.values())
+
+
+def test_peak_memory_reports_a_failing_case():
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        peak_memory({"bad": "def run(): return 1 / 0"})
+
+
+def test_median_times_takes_the_median_with_a_warm_up_and_rotates_the_order():
+    ticks, calls = [0.0], []
+
+    def clock():
+        return ticks[0]
+
+    def work(name, cost):
+        def run():
+            calls.append(name)
+            ticks[0] += cost.pop(0)
+        return run
+
+    functions = {"a": work("a", [100.0, 1.0, 5.0, 3.0]), "b": work("b", [100.0, 2.0, 2.0, 9.0])}
+    medians = median_times(functions, rounds=3, clock=clock)
+    assert medians == {"a": 3.0, "b": 2.0}  # the warm-up (100) is not counted
+    assert calls == ["a", "b", "a", "b", "b", "a", "a", "b"]
+
+
+# --- bad input: a TypeError or ValueError naming the argument --------------------------------
+
+
+def test_bad_tensors_name_the_argument():
+    q, k, v = qkv((4, 8), (5, 8), 3, torch.float32)
+    with pytest.raises(TypeError, match="key"):
+        tiled_attention(q, [[1.0] * 8], v)
+    with pytest.raises(TypeError, match="value"):
+        tiled_attention(q, k, v.to(torch.int64))
+    with pytest.raises(ValueError, match="query"):
+        tiled_attention(torch.randn(8), k, v)
+    with pytest.raises(TypeError, match="dtype"):
+        tiled_attention(q, k.double(), v)
+
+
+@pytest.mark.parametrize("shapes, words", [
+    (((4, 8), (5, 6), (5, 3)), "d_k"),
+    (((4, 8), (5, 8), (6, 3)), "T_k"),
+    (((2, 4, 8), (1, 5, 8), (1, 5, 3)), "leading"),
+])
+def test_mismatched_shapes(shapes, words):
+    tensors = [torch.randn(shape) for shape in shapes]
+    with pytest.raises(ValueError, match=words):
+        tiled_attention(*tensors)
+
+
+@pytest.mark.parametrize("kwargs, error", [
+    ({"block_size": 0}, ValueError), ({"block_size": -3}, ValueError),
+    ({"block_size": 2.0}, TypeError), ({"block_size": True}, TypeError),
+    ({"is_causal": 1}, TypeError), ({"is_causal": None}, TypeError),
+    ({"scale": float("nan")}, ValueError), ({"scale": "0.5"}, TypeError),
+])
+def test_bad_options_name_the_argument(kwargs, error):
+    q, k, v = qkv((4, 8), (5, 8), 3, torch.float32)
+    (name,) = kwargs
+    with pytest.raises(error, match=name):
+        tiled_attention(q, k, v, **kwargs)
