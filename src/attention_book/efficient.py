@@ -5,7 +5,7 @@
 __all__ = ['tiled_attention']
 
 
-# %% book/chapters/09_efficient_attention.md, cell 20
+# %% book/chapters/09_efficient_attention.md, cell 22
 import math
 
 import torch
@@ -92,7 +92,7 @@ def tiled_attention(
     return output
 
 
-# %% book/chapters/09_efficient_attention.md, cell 22
+# %% book/chapters/09_efficient_attention.md, cell 24
 from attention_book._checks import check_int, check_qkv, check_real
 
 
