@@ -143,3 +143,107 @@ def test_scaled_rows_are_not_normalised_one_by_one():
     assert abs(row_var.std().item() - predicted_std) < 0.03
     near = (row_mean.abs() < 0.05) & ((row_var - 1).abs() < 0.1)  # (rows,)
     assert near.double().mean().item() < 0.05
+
+
+def test_independent_projections_give_the_d_k_law_given_the_input():
+    # One input x attending to itself, many independent draws of W^Q and W^K with N(0, 1/d)
+    # entries: given x, q_r and k_r are independent with mean 0 and variance |x|^2 / d, so
+    # Var(q.k) = d_k |x|^4 / d^2; with one shared matrix (k = q) it doubles.
+    generator = torch.Generator().manual_seed(12)
+    d_model, d_k, draws = 8, 32, 6000
+    x = torch.randn(d_model, generator=generator, dtype=torch.float64)
+    W_q, W_k = (torch.randn(draws, d_model, d_k, generator=generator, dtype=torch.float64)
+                / math.sqrt(d_model) for _ in range(2))
+    q, k = x @ W_q, x @ W_k  # (draws, d_k) each
+    unit = (x @ x).item() / d_model
+    var, se = _variance_and_se((q * k).sum(-1))
+    assert abs(var - d_k * unit**2) < 5 * se
+    assert abs((q * k).sum(-1).mean().item()) < 5 * math.sqrt(var / draws)
+    var_shared, se_shared = _variance_and_se((q * q).sum(-1))
+    assert abs(var_shared - 2 * d_k * unit**2) < 5 * se_shared
+
+
+def _retrieval_projections(generator, d_model=32, d_k=256):
+    """W^Q and W^K with N(0, 1/d_model) entries, requiring grad."""
+    return [torch.randn(d_model, d_k, generator=generator).div(math.sqrt(d_model))
+            .requires_grad_() for _ in range(2)]
+
+
+def _retrieval_step(W_q, W_k, scale, generator, N=32, T=32, d_v=8):
+    """Squared error and weights (N, 1, T) on N fresh problems: the query repeats key j*."""
+    x = torch.randn(N, T, W_q.shape[0], generator=generator)
+    u = torch.randn(N, T, d_v, generator=generator)
+    target = torch.randint(T, (N,), generator=generator)
+    rows = torch.arange(N)
+    q = (x[rows, target] @ W_q).unsqueeze(-2)  # (N, 1, d_k)
+    output, weights = scaled_dot_product_attention(q, x @ W_k, u, scale=scale)
+    return (output.squeeze(-2) - u[rows, target]).pow(2).mean(), weights
+
+
+def _retrieval_losses(scale, steps, seed, lr=2e-3):
+    """The loss of every step of Adam on W^Q and W^K."""
+    generator = torch.Generator().manual_seed(seed)
+    W_q, W_k = _retrieval_projections(generator)
+    optimiser = torch.optim.Adam([W_q, W_k], lr=lr)
+    losses = []
+    for _ in range(steps):
+        loss, _ = _retrieval_step(W_q, W_k, scale, generator)
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        losses.append(loss.item())
+    return torch.tensor(losses)
+
+
+def test_retrieval_loss_at_initialisation_is_set_by_the_spread_of_the_weights():
+    # E|sum_j w_j u_j - u_j*|^2 = 1 - 2/T + E[sum_j w_j^2] when E[w_j*] = 1/T.
+    generator = torch.Generator().manual_seed(21)
+    W_q, W_k = _retrieval_projections(generator)
+    for scale, low, high in ((None, 1 / 32, 0.15), (1.0, 0.75, 1.0)):
+        loss, weights = _retrieval_step(W_q, W_k, scale, torch.Generator().manual_seed(22), N=4000)
+        concentration = weights.pow(2).sum(-1).mean().item()
+        assert low <= concentration < high
+        assert abs(loss.item() - (1 - 2 / 32 + concentration)) < 0.05
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_unscaled_attention_trains_from_a_plateau(seed):
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny matrices: one thread is faster than two
+    try:
+        scaled = _retrieval_losses(None, steps=100, seed=seed)
+        unscaled = _retrieval_losses(1.0, steps=100, seed=seed)
+    finally:
+        torch.set_num_threads(threads)
+    # Uniform weights miss by 1 - 1/T = 0.97, one-hot weights on a random key by 2 - 2/T.
+    assert scaled[50:].mean() < 0.1 < 1.4 < unscaled[:50].mean()
+    assert unscaled[50:].mean() > 3 * scaled[50:].mean()
+
+
+@pytest.mark.parametrize("d_k", [16, 64, 256])
+def test_folding_the_scale_into_w_q_multiplies_adams_step_by_sqrt_d_k(d_k):
+    generator = torch.Generator().manual_seed(d_k)
+    d_model, T = 16, 8
+    W_q = torch.randn(d_model, d_k, generator=generator) / math.sqrt(d_model)
+    W_k = torch.randn(d_model, d_k, generator=generator) / math.sqrt(d_model)
+    x_q = torch.randn(4, 1, d_model, generator=generator)
+    x = torch.randn(4, T, d_model, generator=generator)
+    u = torch.randn(4, T, 3, generator=generator)
+    target = torch.randn(4, 1, 3, generator=generator)
+
+    def step(W, scale):  # W^Q after one Adam step on the squared error
+        W = W.clone().requires_grad_()
+        optimiser = torch.optim.Adam([W], lr=1e-3)
+        output, _ = scaled_dot_product_attention(x_q @ W, x @ W_k, u, scale=scale)
+        (output - target).pow(2).sum().backward()
+        optimiser.step()
+        return W.detach()
+
+    folded = W_q / math.sqrt(d_k)  # the same function with scale 1
+    out_explicit, _ = scaled_dot_product_attention(x_q @ W_q, x @ W_k, u)
+    out_folded, _ = scaled_dot_product_attention(x_q @ folded, x @ W_k, u, scale=1.0)
+    torch.testing.assert_close(out_folded, out_explicit)
+    moved_explicit = step(W_q, None) / math.sqrt(d_k) - folded  # in the folded units
+    moved_folded = step(folded, 1.0) - folded
+    ratio = (moved_folded.norm() / moved_explicit.norm()).item()
+    assert ratio == pytest.approx(math.sqrt(d_k), rel=0.01)
