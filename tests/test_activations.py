@@ -244,3 +244,24 @@ def test_softmax_over_an_empty_dimension_is_empty_like_torch(shape, dim):
     y = softmax(x, dim=dim)
     assert y.shape == x.shape and y.dtype == x.dtype
     torch.testing.assert_close(y, torch.softmax(x, dim=dim))
+
+
+@pytest.mark.parametrize("n, spread", [(2, 1.0), (6, 3.0), (9, 30.0)])
+def test_jacobian_is_the_hessian_of_logsumexp_hence_symmetric_psd(n, spread):
+    # Reference: autograd differentiating torch.logsumexp once (softmax) and twice (Hessian).
+    from torch.autograd.functional import hessian
+
+    generator = torch.Generator().manual_seed(n)
+    z = spread * torch.randn(n, generator=generator, dtype=torch.float64)  # (n,)
+    lse = lambda t: torch.logsumexp(t, dim=-1)  # noqa: E731
+    torch.testing.assert_close(jacobian(lse, z), softmax(z), rtol=0, atol=1e-12)
+    H = hessian(lse, z)  # (n, n)
+    J = softmax_jacobian(softmax(z))
+    torch.testing.assert_close(J, H, rtol=0, atol=1e-12)
+    eigenvalues = torch.linalg.eigvalsh(J)  # (n,), increasing
+    assert eigenvalues.min() > -1e-14  # positive semidefinite
+    ones = torch.ones(n, dtype=torch.float64)
+    torch.testing.assert_close(J @ ones, torch.zeros(n, dtype=torch.float64), rtol=0, atol=1e-14)
+    v = torch.randn(n, generator=generator, dtype=torch.float64)  # v^T J v: a weighted variance
+    y = softmax(z)
+    torch.testing.assert_close(v @ J @ v, (y * (v - y @ v) ** 2).sum(), rtol=0, atol=1e-14)
