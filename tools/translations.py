@@ -170,11 +170,16 @@ def report(findings: list[Finding], catalogs: int, messages: int) -> str:
 
 # --- the update --------------------------------------------------------------------------------
 def fill_untranslatable(catalog) -> int:
-    """Translate the messages that have no words (only markup, numbers, symbols) by themselves."""
+    """Translate the messages that have no words (only markup, numbers, symbols) by themselves.
+
+    A fuzzy draft of such a message (sphinx-intl's guess from a similar one, say `$X$` for
+    `$R$`) is replaced too: there is nothing to translate in it.
+    """
     filled = 0
     for message in _entries(catalog):
-        if not message.string and not has_words(message.id):
+        if (message.fuzzy or not message.string) and not has_words(message.id):
             message.string, filled = message.id, filled + 1
+            message.flags.discard("fuzzy")
     return filled
 
 
