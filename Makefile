@@ -11,12 +11,15 @@ export TRANSFORMERS_OFFLINE := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 .PHONY: book test install tangle tangle-check notebooks notebooks-check unit nbval build \
-	test-browser chromium clean bench
+	test-browser chromium clean bench translations translations-check lint-workflows
 
 book: install build
 
-# The order matters: the browser check reads the HTML that `build` writes.
-test: install tangle-check notebooks-check unit nbval build test-browser
+# The order matters: `chromium` first, so that a machine without it stops at once and says what
+# to install; the translations are checked before the build; the browser check reads the HTML
+# that `build` writes.
+test: install chromium lint-workflows tangle-check notebooks-check unit nbval translations-check \
+	build test-browser
 
 # --- environment ---------------------------------------------------------------------------
 # torch==2.13.0 goes first, alone: it is the CPU build this machine has on disk; anything that
@@ -55,26 +58,59 @@ unit: install
 nbval: install
 	$(BIN)/python tools/standalone.py
 
+# Both editions, from a clean cache: English into _build/html, then the Chinese edition (中文版),
+# from the catalogs of locales/, into _build/html/zh, with the same page paths.
 build: install
-	rm -rf _build/html _build/.doctrees
+	rm -rf _build/html _build/.doctrees _build/.doctrees-zh
 	$(BIN)/jupyter-book build . -W -n --keep-going
+	$(BIN)/python tools/editions.py zh -W -n --keep-going
 
-# The built book in headless Chromium (Debian's chromium and chromium-driver, installed here
-# when missing), served on localhost: console, MathJax, images, search, Colab buttons, dark
-# mode, print. Saves screenshots to _build/screenshots/.
-test-browser: install build chromium
+# The Chinese edition's catalogs, one per page (locales/zh_CN/LC_MESSAGES/<page>.po), updated
+# from the English pages with sphinx-intl: new paragraphs arrive untranslated, changed ones
+# fuzzy. Translate those, then `make translations-check`.
+translations: install
+	$(BIN)/python tools/translations.py update
+
+# Fails, naming each catalog and how many entries, when a catalog is stale against the English
+# pages or has an untranslated, fuzzy or obsolete entry, or a translation that changes the markup.
+translations-check: install
+	$(BIN)/python tools/translations.py check
+
+# The GitHub Actions workflows (.github/workflows/), checked by actionlint.
+lint-workflows: install
+	$(BIN)/actionlint
+
+# The built book, both editions, in headless Chromium (Debian's chromium and chromium-driver),
+# served on localhost: console, MathJax, images, search (掩码 in Chinese), Colab buttons, the
+# links between the editions, a CJK font, dark mode, print. Saves screenshots to
+# _build/screenshots/.
+test-browser: install chromium build
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_browser.py
 
-# A CJK font too, so that the Chinese terms of the glossary show in the screenshots.
-CJK_FONT := /usr/share/fonts/truetype/wqy/wqy-microhei.ttc
+# Debian's chromium, chromium-driver and a CJK font (the Chinese edition, and the Chinese terms
+# of the English one): installed with apt-get when missing and make runs as root (as in CI);
+# otherwise make stops and says what to install.
+BROWSER_FILES := /usr/bin/chromium /usr/bin/chromedriver /usr/share/fonts/truetype/wqy/wqy-microhei.ttc
+BROWSER_PACKAGES := chromium chromium-driver fonts-wqy-microhei
 chromium:
-	test -x /usr/bin/chromium && test -x /usr/bin/chromedriver && test -f $(CJK_FONT) || \
-		{ apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y \
-			chromium chromium-driver fonts-wqy-microhei; }
+	@missing=""; for file in $(BROWSER_FILES); do test -e $$file || missing="$$missing $$file"; done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then \
+		echo "The browser check needs Debian's packages $(BROWSER_PACKAGES); missing:$$missing" >&2; \
+		echo "Install them as root, then run make again:" >&2; \
+		echo "    sudo apt-get install -y $(BROWSER_PACKAGES)" >&2; \
+		exit 1; \
+	fi; \
+	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $(BROWSER_PACKAGES)
 
 clean:
 	rm -rf _build
 
 # Not part of `make test`: timings on a shared machine are for reading, not for asserting.
+# Runs every benchmarks/bench_*.py, each to the end; fails when any of them misses a target
+# it prints (each script exits non-zero then) or fails to run.
 bench: install
-	$(BIN)/python benchmarks/bench_multihead.py
+	@failed=""; for script in benchmarks/bench_*.py; do \
+		echo "== $$script"; $(BIN)/python $$script || failed="$$failed $$script"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "make bench: missed a target or failed:$$failed" >&2; exit 1; fi

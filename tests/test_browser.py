@@ -4,13 +4,18 @@ Needs the built book (``make build``) and Debian's ``chromium`` and ``chromium-d
 ``make test-browser`` provides both, then runs this file. The HTML is served on localhost by
 Python's ``http.server``; the browser may fetch nothing else.
 
-Through every page of ``_toc.yml``: no console errors, every request served from localhost,
-math typeset by MathJax, every image loaded. Then: the search page finds "softmax"; each
-chapter's Colab button opens its committed notebook on the repository's branch; figures keep
-a white background in dark mode; the print stylesheet does not cut figures. A screenshot of a
-chapter page is saved to ``_build/screenshots/``. Static checks of the HTML (no external
-scripts, styles or fonts; every public name of the package in the API page) need no browser
-and run first.
+The book has two editions: English in ``_build/html`` and Chinese (中文版) in
+``_build/html/zh``, with the same page paths. Through every page of ``_toc.yml``, in both:
+no console errors, every request served from localhost, math typeset by MathJax, every image
+loaded, and each chapter's Colab button opens its committed notebook on the repository's
+branch (the same notebook in both editions). Then: the search page finds "softmax", and the
+Chinese one finds 掩码 (masking) in the masking chapter; the link in every page's header opens
+the same page in the other edition, both ways, with JavaScript on and off; Chinese pages
+declare ``lang="zh-CN"`` and their text is drawn with a CJK font; figures keep a white
+background in dark mode; the print stylesheet does not cut figures. Screenshots of pages of
+both editions are saved to ``_build/screenshots/``. Static checks of the HTML (no external
+scripts, styles or fonts; every public name of the package in the API page; the language
+links and attributes) need no browser and run first.
 """
 
 from __future__ import annotations
@@ -35,6 +40,11 @@ ROOT = Path(__file__).resolve().parent.parent
 BUILD = Path(os.environ.get("ATTENTION_BOOK_BUILD", ROOT / "_build")).resolve()
 HTML = BUILD / "html"
 SCREENSHOTS = BUILD / "screenshots"
+# The two editions: their folders in the built site and the language their pages declare.
+EDITIONS = {"en": "", "zh": "zh/"}
+LANG = {"en": "en", "zh": "zh-CN"}
+# Fonts that draw Chinese (fonts-wqy-microhei is the one `make chromium` installs).
+CJK_FONTS = ("WenQuanYi", "Noto Sans CJK", "Noto Serif CJK", "Source Han", "Droid Sans Fallback")
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 COLAB = "https://colab.research.google.com/github/"
@@ -62,12 +72,12 @@ CHAPTER_PAGES = [page for page in TOC_PAGES if page.startswith("book/chapters/")
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 
 
-def _html(page: str) -> Path:
-    return HTML / f"{page}.html"
+def _html(page: str, edition: str = "en") -> Path:
+    return HTML / f"{EDITIONS[edition]}{page}.html"
 
 
-def _soup(page: str) -> BeautifulSoup:
-    path = _html(page)
+def _soup(page: str, edition: str = "en") -> BeautifulSoup:
+    path = _html(page, edition)
     assert path.is_file(), f"{path} is missing: build the book (`make build`)"
     return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
 
@@ -85,11 +95,57 @@ def _chapter_with_figure() -> str:
     raise AssertionError("no chapter page has a figure in a cell output")
 
 
+def _site_pages(edition: str) -> list[Path]:
+    """Every HTML page of one edition (the other edition's folder left out)."""
+    root = HTML / EDITIONS[edition]
+    pages = [path for path in root.rglob("*.html") if "_static" not in path.parts]
+    if edition == "en":
+        pages = [path for path in pages if path.relative_to(HTML).parts[0] != EDITIONS["zh"].strip("/")]
+    return sorted(pages)
+
+
 # --- static checks of the HTML (no browser) ---------------------------------------------------
-def test_the_toc_lists_chapters_and_every_toc_page_is_built():
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_the_toc_lists_chapters_and_every_toc_page_is_built(edition):
     assert CHAPTER_PAGES, "_toc.yml lists no chapter"
-    missing = [page for page in TOC_PAGES if not _html(page).is_file()]
-    assert not missing, f"pages of _toc.yml not in {HTML}: {missing}"
+    missing = [page for page in TOC_PAGES if not _html(page, edition).is_file()]
+    assert not missing, f"pages of _toc.yml not in {HTML / EDITIONS[edition]}: {missing}"
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_every_page_declares_its_language(edition):
+    pages = _site_pages(edition)
+    assert len(pages) > len(TOC_PAGES), pages
+    wrong = {}
+    for path in pages:
+        html = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser").find("html")
+        if html is None:  # the redirect index.html is a bare <meta> refresh
+            continue
+        if html.get("lang") != LANG[edition]:
+            wrong[str(path.relative_to(HTML))] = html.get("lang")
+    assert not wrong, f"pages that do not declare lang={LANG[edition]!r}: {wrong}"
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_every_page_links_to_itself_in_the_other_edition(edition):
+    """A plain relative <a href> in the header, to the page of the same path in the other edition."""
+    other = "zh" if edition == "en" else "en"
+    checked = 0
+    for path in _site_pages(edition):
+        soup = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+        if soup.find("html") is None:  # the redirect index.html
+            continue
+        links = soup.select(".bd-header-article a.book-edition-link[href]")
+        page = path.relative_to(HTML / EDITIONS[edition])
+        assert len(links) == 1, f"{page}: expected one link to the other edition, found {links}"
+        href = links[0]["href"]
+        assert not EXTERNAL.match(href) and not href.startswith("/"), f"{page}: not relative: {href}"
+        target = (path.parent / href).resolve()
+        assert target == (HTML / EDITIONS[other] / page).resolve(), f"{page}: links to {target}"
+        assert target.is_file(), f"{page}: {href} does not exist"
+        assert links[0].get("hreflang") == LANG[other] and links[0].get_text(strip=True), links[0]
+        checked += 1
+    assert checked >= len(TOC_PAGES), checked
 
 
 EXTERNAL = re.compile(r"^(https?:)?//", re.I)
@@ -117,29 +173,33 @@ def test_no_page_loads_anything_from_the_internet():
     assert not offenders, "external resources:\n" + "\n".join(offenders)
 
 
-def test_mathjax_is_served_by_the_book():
-    scripts = [s.get("src", "") for s in _soup(CHAPTER_PAGES[0]).find_all("script")]
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_mathjax_is_served_by_the_book(edition):
+    scripts = [s.get("src", "") for s in _soup(CHAPTER_PAGES[0], edition).find_all("script")]
     mathjax = [src for src in scripts if "mathjax" in src.lower()]
     assert mathjax, "no MathJax script on a chapter page"
     for src in mathjax:
-        local = (_html(CHAPTER_PAGES[0]).parent / src).resolve()
+        local = (_html(CHAPTER_PAGES[0], edition).parent / src).resolve()
         assert local.is_file(), f"MathJax script {src} is not in the built book"
 
 
-def test_every_public_name_is_in_the_api_reference():
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_every_public_name_is_in_the_api_reference(edition):
     import attention_book
 
-    documented = {dt.get("id") for dt in _soup("book/api").select("dt.sig[id]")}
+    documented = {dt.get("id") for dt in _soup("book/api", edition).select("dt.sig[id]")}
     missing = [name for name in attention_book.__all__ if f"attention_book.{name}" not in documented]
     assert attention_book.__all__
     assert not missing, f"public names missing from the API page (rebuild the book?): {missing}"
 
 
-def test_each_colab_button_opens_a_committed_notebook_on_the_branch():
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_each_colab_button_opens_a_committed_notebook_on_the_branch(edition):
+    """In both editions: the chapter's one notebook (English prose, the same code)."""
     org_repo = urlsplit(CONFIG["repository"]["url"]).path.strip("/")
     branch = CONFIG["repository"]["branch"]
     for page in CHAPTER_PAGES:
-        links = [a["href"] for a in _soup(page).find_all("a", href=True) if a["href"].startswith(COLAB)]
+        links = [a["href"] for a in _soup(page, edition).find_all("a", href=True) if a["href"].startswith(COLAB)]
         assert len(links) == 1, f"{page}: expected one Colab button, found {links}"
         match = re.fullmatch(re.escape(COLAB) + r"([^/]+/[^/]+)/blob/([^/]+)/(.+)", links[0])
         assert match, f"{page}: unexpected Colab URL {links[0]}"
@@ -231,10 +291,11 @@ def _open(driver, url: str) -> None:
     assert result is True, f"{url}: {result}"
 
 
+@pytest.mark.parametrize("edition", EDITIONS)
 @pytest.mark.parametrize("page", TOC_PAGES)
-def test_page_in_the_browser(browser, site, page):
+def test_page_in_the_browser(browser, site, page, edition):
     _requests(browser), _console_errors(browser)  # start from empty logs
-    _open(browser, f"{site}/{page}.html")
+    _open(browser, f"{site}/{EDITIONS[edition]}{page}.html")
 
     errors = _console_errors(browser)
     assert not errors, f"{page}: console errors:\n" + "\n".join(errors)
@@ -268,17 +329,89 @@ def test_page_in_the_browser(browser, site, page):
         assert hrefs == [f"{COLAB}{org_repo}/blob/main/{page}.ipynb"], f"{page}: {hrefs}"
 
 
-def test_search_finds_softmax(browser, site):
+def _search(driver, url: str) -> list[str]:
+    """The result links of Sphinx's search page at `url`, once they are listed."""
     from selenium.webdriver.support.ui import WebDriverWait
 
-    _console_errors(browser)
-    browser.get(f"{site}/search.html?q=softmax")
-    results = WebDriverWait(browser, 60).until(
+    driver.get(url)
+    return WebDriverWait(driver, 60).until(
         lambda d: d.execute_script(
             "return Array.from(document.querySelectorAll('#search-results ul.search li a'))"
             ".map(a => a.getAttribute('href'));") or False)
+
+
+def test_search_finds_softmax(browser, site):
+    _console_errors(browser)
+    results = _search(browser, f"{site}/search.html?q=softmax")
     assert any("chapters/" in href for href in results), f"no chapter among {results}"
     assert not _console_errors(browser)
+
+
+def test_chinese_search_finds_the_masking_chapter(browser, site):
+    """Sphinx's Chinese search splits words with jieba: 掩码 (mask) is a word of the index."""
+    _console_errors(browser)
+    results = _search(browser, f"{site}/zh/search.html?q=掩码")
+    assert any("05_masked_attention" in href for href in results), f"not among {results}"
+    assert not _console_errors(browser)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    shot = SCREENSHOTS / "zh-search.png"
+    assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+
+
+def _language(driver) -> str:
+    from selenium.webdriver.common.by import By
+
+    return driver.find_element(By.TAG_NAME, "html").get_dom_attribute("lang")
+
+
+def _follow_edition_link(driver) -> str:
+    """Click the header's link to the other edition; the URL it arrives at."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    before = driver.current_url
+    link = driver.find_element(By.CSS_SELECTOR, ".bd-header-article a.book-edition-link")
+    assert link.is_displayed(), "the link to the other edition is not visible"
+    link.click()
+    WebDriverWait(driver, 30).until(lambda d: d.current_url != before)
+    return driver.current_url
+
+
+@pytest.mark.parametrize("javascript", [True, False], ids=["javascript", "no-javascript"])
+def test_the_language_links_work_both_ways(browser, site, javascript):
+    page = next(page for page in CHAPTER_PAGES if "masked" in page)
+    browser.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": not javascript})
+    try:
+        browser.get(f"{site}/{page}.html")
+        assert _follow_edition_link(browser) == f"{site}/zh/{page}.html"
+        assert _language(browser) == LANG["zh"]
+        assert _follow_edition_link(browser) == f"{site}/{page}.html"
+        assert _language(browser) == LANG["en"]
+    finally:
+        browser.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": False})
+
+
+def _platform_fonts(driver, selector: str) -> list[str]:
+    """The fonts Chromium drew the text of the first `selector` element with (DevTools' CSS domain)."""
+    driver.execute_cdp_cmd("DOM.enable", {})
+    driver.execute_cdp_cmd("CSS.enable", {})
+    root = driver.execute_cdp_cmd("DOM.getDocument", {"depth": 0})["root"]["nodeId"]
+    node = driver.execute_cdp_cmd("DOM.querySelector", {"nodeId": root, "selector": selector})["nodeId"]
+    assert node, f"no element {selector}"
+    fonts = driver.execute_cdp_cmd("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
+    return [font["familyName"] for font in fonts if font["glyphCount"] > 0]
+
+
+@pytest.mark.parametrize("page", ["book/index", next(page for page in CHAPTER_PAGES if "masked" in page)])
+def test_chinese_text_is_drawn_with_a_cjk_font(browser, site, page):
+    _open(browser, f"{site}/zh/{page}.html")
+    title = browser.execute_script("return document.querySelector('main section h1').textContent")
+    assert re.search(r"[\u4e00-\u9fff]", title), f"{page}: the title is not Chinese: {title!r}"
+    fonts = _platform_fonts(browser, "main section h1")
+    assert any(name in font for font in fonts for name in CJK_FONTS), f"{page}: drawn with {fonts}"
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    shot = SCREENSHOTS / f"zh-{Path(page).name}.png"
+    assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
 
 
 def _set_mode(driver, mode: str) -> None:
