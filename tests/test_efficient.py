@@ -150,7 +150,7 @@ def test_causal_skips_the_tiles_above_the_diagonal(t_q, t_k, block_size):
     for is_causal, tiles in [(False, everything), (True, needed)]:
         with CountMatmuls() as counter:
             tiled_attention(q, k, v, is_causal=is_causal, block_size=block_size)
-        assert counter.count == 2 * tiles  # Q_I K_J^T and P V_J per tile
+        assert counter.count == 2 * tiles  # per tile: Q_I K_J^T, then its weights times V_J
     assert needed < everything
 
 

@@ -37,9 +37,9 @@ def _attend_block(q_block: Tensor, key: Tensor, value: Tensor, first_row: int,
             scores = scores.masked_fill(~allowed, -math.inf)         # (..., B_q, B_k)
         m_new = torch.maximum(m, scores.amax(dim=-1, keepdim=True))  # (..., B_q, 1)
         rescale = torch.exp(m - m_new)                               # (..., B_q, 1): old terms to the new max
-        p = torch.exp(scores - m_new)                                # (..., B_q, B_k)
-        ell = ell * rescale + p.sum(dim=-1, keepdim=True)            # (..., B_q, 1)
-        acc = acc * rescale + p @ v_block                            # (..., B_q, d_v)
+        weights = torch.exp(scores - m_new)                          # (..., B_q, B_k), unnormalised
+        ell = ell * rescale + weights.sum(dim=-1, keepdim=True)      # (..., B_q, 1)
+        acc = acc * rescale + weights @ v_block                      # (..., B_q, d_v)
         m = m_new
     # Once a key has been read, ell >= 1 (the maximum contributes e^0 = 1). With no key at all
     # (T_k = 0), 0 / 1 gives the zero output that PyTorch's attention gives too.
