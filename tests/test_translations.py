@@ -156,6 +156,14 @@ def test_check_on_the_command_line_names_the_catalogs_and_the_fix(book, capsys):
                               "--catalogs", str(catalogs)]) == 0
 
 
+def test_stats_count_finished_fuzzy_and_missing_translations(book, capsys):
+    _, catalogs = book
+    _write(catalogs / "book/index.po", {TITLE: "掩码注意力", INTRO: DONE[INTRO], FORMULA: ""}, fuzzy=(INTRO,))
+    assert translations.progress(catalogs) == [("book/chapters/05_masked", 4, 4, 0), ("book/index", 3, 1, 1)]
+    assert translations.main(["stats", "--catalogs", str(catalogs)]) == 0
+    assert "5 of    7 translated" in capsys.readouterr().out
+
+
 def test_update_merges_new_templates_and_tidies(book):
     templates, catalogs = book
     _template(templates, "book/chapters/05_masked",

@@ -3,6 +3,7 @@
     python tools/translations.py update           `make translations`
     python tools/translations.py check            `make translations-check` (in `make test`)
     python tools/translations.py check book/index ...   only these documents (quicker to read)
+    python tools/translations.py stats            how far each catalog is (no extraction)
 
 The English pages are the source. The gettext builder (tools/editions.py gettext) extracts
 their messages into one template per document, `_build/gettext/<document>.pot`; each has its
@@ -168,6 +169,17 @@ def report(findings: list[Finding], catalogs: int, messages: int) -> str:
     return "\n".join(lines)
 
 
+def progress(catalogs: Path) -> list[tuple[str, int, int, int]]:
+    """(document, messages, translated, fuzzy) for each catalog; translated excludes fuzzy."""
+    rows = []
+    for name, po in _documents(catalogs, ".po").items():
+        entries = _entries(read_catalog(po))
+        fuzzy = sum(1 for m in entries if m.fuzzy and m.string)
+        done = sum(1 for m in entries if m.string and not m.fuzzy)
+        rows.append((name, len(entries), done, fuzzy))
+    return rows
+
+
 # --- the update --------------------------------------------------------------------------------
 def fill_untranslatable(catalog) -> int:
     """Translate the messages that have no words (only markup, numbers, symbols) by themselves.
@@ -207,7 +219,7 @@ def update(templates: Path, catalogs: Path) -> None:
 # --- the command line --------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["update", "check"])
+    parser.add_argument("command", choices=["update", "check", "stats"])
     parser.add_argument("documents", nargs="*", help="check only these, e.g. book/index")
     parser.add_argument("--templates", type=Path,
                         help="use these .pot templates instead of extracting them again")
@@ -215,6 +227,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--build", type=Path, default=ROOT / "_build", help="the build folder (default _build)")
     args = parser.parse_args(argv)
     build = args.build.resolve()
+    if args.command == "stats":
+        rows = progress(args.catalogs)
+        for name, messages, done, fuzzy in rows:
+            print(f"{name:45} {done:5} of {messages:4} translated, {fuzzy:4} fuzzy")
+        total, done = sum(r[1] for r in rows), sum(r[2] for r in rows)
+        print(f"{'all ' + str(len(rows)) + ' catalogs':45} {done:5} of {total:4} translated")
+        return 0
 
     templates = args.templates
     if templates is None:
