@@ -1,0 +1,290 @@
+"""attention_book.decoding against transformers' Llama (its attention, its DynamicCache, its greedy
+generate) and an independent float64 computation."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+from transformers import LlamaConfig, LlamaForCausalLM
+from transformers.cache_utils import DynamicCache
+from transformers.models.llama.modeling_llama import LlamaAttention, LlamaRotaryEmbedding
+
+from attention_book import CausalSelfAttention, KVCache
+from references import attention_float64
+from test_positions import rope_float64
+
+
+def randn(*shape, seed=0, dtype=torch.float32):
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=generator, dtype=torch.float64).to(dtype)
+
+
+def llama_and_ours(d_model=64, heads=8, kv_heads=2, *, bias=False, base=10000.0, seed=0):
+    """transformers' LlamaAttention (eager) and the book's module, with the same weights."""
+    config = LlamaConfig(hidden_size=d_model, num_attention_heads=heads, num_key_value_heads=kv_heads,
+                         head_dim=d_model // heads, attention_bias=bias, rope_theta=base,
+                         attn_implementation="eager")
+    torch.manual_seed(seed)
+    theirs = LlamaAttention(config, layer_idx=0).eval()
+    ours = CausalSelfAttention(d_model, heads, num_kv_heads=kv_heads, bias=bias, rope_base=base).eval()
+    ours.load_state_dict(theirs.state_dict())
+    return config, theirs, ours
+
+
+def causal_additive(T_q, T_k):
+    """The causal mask LlamaAttention adds, aligned bottom right: (1, 1, T_q, T_k), 0 / -inf."""
+    return torch.full((T_q, T_k), -math.inf).triu(T_k - T_q + 1)[None, None]
+
+
+def llama(config, theirs, x, start=0, mask=None, cache=None):
+    """LlamaAttention on x (N, T, d_model) at positions start .. start + T - 1."""
+    N, T, _ = x.shape
+    positions = torch.arange(start, start + T).expand(N, T)
+    embeddings = LlamaRotaryEmbedding(config)(x, positions)
+    mask = causal_additive(T, start + T) if mask is None else mask
+    return theirs(x, embeddings, mask, cache=cache)[0]
+
+
+# --- the whole text -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kv_heads", [1, 2, 4, 8])
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("base", [10000.0, 500000.0])
+def test_full_pass_equals_llama_attention(kv_heads, bias, base):
+    config, theirs, ours = llama_and_ours(kv_heads=kv_heads, bias=bias, base=base, seed=kv_heads)
+    x = randn(3, 11, 64, seed=1)
+    with torch.no_grad():
+        torch.testing.assert_close(ours(x), llama(config, theirs, x), atol=1e-5, rtol=0)
+
+
+def test_state_dict_has_llamas_keys_and_shapes():
+    _, theirs, ours = llama_and_ours(kv_heads=2, bias=True)
+    assert {k: v.shape for k, v in ours.state_dict().items()} == {
+        k: v.shape for k, v in theirs.state_dict().items()
+    }
+    assert ours.k_proj.weight.shape == (16, 64) and ours.o_proj.weight.shape == (64, 64)
+
+
+def test_gradients_equal_llama_attention():
+    config, theirs, ours = llama_and_ours(kv_heads=2, seed=3)
+    x = randn(2, 7, 64, seed=3)
+    upstream = randn(2, 7, 64, seed=4)
+    (llama(config, theirs, x) * upstream).sum().backward()
+    (ours(x) * upstream).sum().backward()
+    for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
+        torch.testing.assert_close(getattr(ours, name).weight.grad, getattr(theirs, name).weight.grad,
+                                   atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("kv_heads", [1, 3, 6])
+def test_float64_equals_an_independent_computation(kv_heads):
+    """Projections, RoPE as complex multiplication, each query head on its group's key/value head."""
+    torch.manual_seed(kv_heads)
+    heads, d_model, T = 6, 48, 9
+    d_k = d_model // heads
+    ours = CausalSelfAttention(d_model, heads, num_kv_heads=kv_heads, rope_base=500.0).double()
+    x = randn(2, T, d_model, seed=5, dtype=torch.float64)
+
+    def project(layer, count):  # (N, T, count * d_k) -> (N, count, T, d_k)
+        return (x @ layer.weight.T).view(2, T, count, d_k).transpose(1, 2)
+
+    positions = torch.arange(T)
+    q = rope_float64(project(ours.q_proj, heads), positions, base=500.0)     # (N, h, T, d_k)
+    k = rope_float64(project(ours.k_proj, kv_heads), positions, base=500.0)  # (N, h_kv, T, d_k)
+    v = project(ours.v_proj, kv_heads)                                       # (N, h_kv, T, d_k)
+    group = [c * kv_heads // heads for c in range(heads)]  # the key/value head of each query head
+    allowed = torch.ones(T, T, dtype=torch.bool).tril()
+    heads_out, _ = attention_float64(q, k[:, group], v[:, group], allowed)  # (N, h, T, d_k)
+    expected = heads_out.transpose(1, 2).reshape(2, T, d_model) @ ours.o_proj.weight.T
+    with torch.no_grad():
+        torch.testing.assert_close(ours(x), expected, atol=1e-12, rtol=0)
+
+
+# --- step by step ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kv_heads", [1, 2, 8])
+def test_step_by_step_equals_transformers_dynamic_cache(kv_heads):
+    config, theirs, ours = llama_and_ours(kv_heads=kv_heads, seed=6)
+    x = randn(2, 12, 64, seed=6)
+    their_cache, our_cache = DynamicCache(config=config), KVCache()
+    with torch.no_grad():
+        for start, end in [(0, 5), (5, 6), (6, 9), (9, 10), (10, 11), (11, 12)]:
+            piece = x[:, start:end]
+            expected = llama(config, theirs, piece, start, cache=their_cache)
+            torch.testing.assert_close(ours(piece, cache=our_cache), expected, atol=1e-5, rtol=0)
+    torch.testing.assert_close(our_cache.keys, their_cache.layers[0].keys, atol=1e-6, rtol=0)
+    torch.testing.assert_close(our_cache.values, their_cache.layers[0].values, atol=1e-6, rtol=0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    heads_and_kv=st.sampled_from([(4, 1), (4, 2), (4, 4), (6, 3), (8, 2)]),
+    cuts=st.lists(st.integers(1, 29), max_size=6, unique=True),
+    seed=st.integers(0, 2**16),
+)
+def test_decoding_in_any_pieces_equals_the_full_pass(heads_and_kv, cuts, seed):
+    heads, kv_heads = heads_and_kv
+    T, d_k = 30, 4
+    torch.manual_seed(seed)
+    layer = CausalSelfAttention(heads * d_k, heads, num_kv_heads=kv_heads).eval()
+    x = randn(2, T, heads * d_k, seed=seed)
+    bounds = [0, *sorted(cuts), T]
+    cache = KVCache()
+    with torch.no_grad():
+        full = layer(x)
+        for start, end in zip(bounds, bounds[1:]):
+            torch.testing.assert_close(layer(x[:, start:end], cache=cache), full[:, start:end],
+                                       atol=1e-5, rtol=0)
+            assert len(cache) == cache.next_position == end
+            assert cache.keys.shape == cache.values.shape == (2, kv_heads, end, d_k)
+            assert cache.keys.numel() + cache.values.numel() == 2 * 2 * kv_heads * end * d_k
+            assert end <= cache.capacity <= 2 * end
+
+
+def test_the_cache_writes_in_place_and_doubles_when_full():
+    cache = KVCache()
+    assert len(cache) == cache.next_position == cache.capacity == 0
+    assert cache.keys is None and cache.values is None
+    keys, values = randn(1, 2, 3, 4, seed=7), randn(1, 2, 3, 5, seed=8)  # d_v may differ from d_k
+    cache.append(keys, values)
+    assert cache.capacity == 3
+    pointers = []
+    for t in range(3, 20):
+        new_keys, new_values = randn(1, 2, 1, 4, seed=t), randn(1, 2, 1, 5, seed=100 + t)
+        all_keys, all_values = cache.append(new_keys, new_values)
+        keys, values = torch.cat([keys, new_keys], dim=2), torch.cat([values, new_values], dim=2)
+        assert torch.equal(all_keys, keys) and torch.equal(all_values, values)
+        pointers.append((cache.capacity, all_keys.data_ptr()))
+    assert [capacity for capacity, _ in pointers] == [6] * 3 + [12] * 6 + [24] * 8
+    for (capacity, pointer), (next_capacity, next_pointer) in zip(pointers, pointers[1:]):
+        assert (next_pointer != pointer) == (next_capacity != capacity)  # a new buffer only to grow
+
+
+def test_an_empty_input_appends_nothing():
+    layer = CausalSelfAttention(16, 4, num_kv_heads=2)
+    cache = KVCache()
+    assert layer(torch.zeros(2, 0, 16), cache=cache).shape == (2, 0, 16) and len(cache) == 0
+    layer(randn(2, 3, 16), cache=cache)
+    assert layer(torch.zeros(2, 0, 16), cache=cache).shape == (2, 0, 16) and len(cache) == 3
+
+
+def test_sizes_accept_numpy_integers():
+    layer = CausalSelfAttention(np.int64(32), np.int64(4), num_kv_heads=np.int32(2))
+    assert (layer.num_heads, layer.num_kv_heads, layer.d_k) == (4, 2, 8)
+    assert type(layer.num_kv_heads) is int
+
+
+# --- a whole model --------------------------------------------------------------------------
+
+
+class _BookAttention(nn.Module):
+    """The book's attention in place of LlamaAttention; positions and masks from its cache."""
+
+    def __init__(self, config, llama_attention):
+        super().__init__()
+        self.attention = CausalSelfAttention(config.hidden_size, config.num_attention_heads,
+                                             num_kv_heads=config.num_key_value_heads)
+        self.attention.load_state_dict(llama_attention.state_dict())
+        self.cache = None
+
+    def forward(self, hidden_states, **ignored):
+        return self.attention(hidden_states, cache=self.cache), None
+
+
+def test_greedy_generation_inside_llama_gives_transformers_tokens():
+    config = LlamaConfig(vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=3,
+                         num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+                         max_position_embeddings=64, pad_token_id=0)
+    torch.manual_seed(9)
+    model = LlamaForCausalLM(config).eval()
+    prompts = torch.randint(1, 300, (3, 6), generator=torch.Generator().manual_seed(9))
+    with torch.no_grad():
+        expected = model.generate(prompts, attention_mask=torch.ones_like(prompts), max_new_tokens=15,
+                                  do_sample=False)
+        for layer in model.model.layers:
+            layer.self_attn = _BookAttention(config, layer.self_attn)
+        for use_cache in (False, True):
+            for layer in model.model.layers:
+                layer.self_attn.cache = KVCache() if use_cache else None
+            tokens, step_input = prompts, prompts
+            for _ in range(15):
+                next_token = model(step_input, use_cache=False).logits[:, -1].argmax(-1, keepdim=True)
+                tokens = torch.cat([tokens, next_token], dim=1)
+                step_input = next_token if use_cache else tokens
+            assert torch.equal(tokens, expected), use_cache
+    assert all(len(layer.self_attn.cache) == 6 + 14 for layer in model.model.layers)
+
+
+# --- bad input ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, name",
+    [
+        (dict(d_model=64, num_heads=8, num_kv_heads=3), ValueError, "num_kv_heads"),
+        (dict(d_model=64, num_heads=8, num_kv_heads=16), ValueError, "num_kv_heads"),
+        (dict(d_model=60, num_heads=8), ValueError, "d_model"),
+        (dict(d_model=24, num_heads=8), ValueError, "d_model"),  # d_k = 3: odd
+        (dict(d_model=64, num_heads=8.0), TypeError, "num_heads"),
+        (dict(d_model=64, num_heads=8, num_kv_heads="2"), TypeError, "num_kv_heads"),
+        (dict(d_model=64, num_heads=0), ValueError, "num_heads"),
+        (dict(d_model=64, num_heads=8, rope_base=-1.0), ValueError, "rope_base"),
+        (dict(d_model=64, num_heads=8, rope_base=math.inf), ValueError, "rope_base"),
+        (dict(d_model=64, num_heads=8, rope_base="10000"), TypeError, "rope_base"),
+    ],
+)
+def test_bad_sizes_name_the_argument(kwargs, error, name):
+    with pytest.raises(error, match=rf"^{name}\b"):
+        CausalSelfAttention(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "x, error",
+    [
+        (torch.zeros(5, 16), ValueError),               # not (N, T, d_model)
+        (torch.zeros(2, 5, 8), ValueError),             # another d_model
+        (torch.zeros(2, 5, 16, dtype=torch.float64), TypeError),  # not the weights' dtype
+        (torch.zeros(2, 5, 16, dtype=torch.long), TypeError),
+        ([[0.0] * 16], TypeError),
+    ],
+)
+def test_bad_input_names_x(x, error):
+    with pytest.raises(error, match=r"^x\b"):
+        CausalSelfAttention(16, 4)(x)
+
+
+def test_a_cache_that_does_not_fit_names_cache():
+    layer = CausalSelfAttention(16, 4, num_kv_heads=2)
+    with pytest.raises(TypeError, match=r"^cache\b.*KVCache"):
+        layer(randn(2, 3, 16), cache={})
+    cache = KVCache()
+    layer(randn(2, 3, 16), cache=cache)
+    with pytest.raises(ValueError, match=r"^cache\b.*\(2, 2, 3, 4\)"):  # another batch size
+        layer(randn(3, 1, 16), cache=cache)
+    with pytest.raises(ValueError, match=r"^cache\b"):  # another layer's shape: 4 key/value heads
+        CausalSelfAttention(16, 4)(randn(2, 1, 16), cache=cache)
+    with pytest.raises(TypeError, match=r"^cache\b.*float32"):  # another dtype
+        CausalSelfAttention(16, 4, num_kv_heads=2).double()(randn(2, 1, 16, dtype=torch.float64), cache=cache)
+    assert len(cache) == 3  # nothing was appended by the refused calls
+
+
+def test_bad_appends_name_keys_or_values():
+    cache = KVCache()
+    with pytest.raises(ValueError, match=r"^keys\b"):
+        cache.append(torch.zeros(2, 3, 4), torch.zeros(2, 3, 4))
+    with pytest.raises(TypeError, match=r"^values\b"):
+        cache.append(torch.zeros(1, 2, 3, 4), torch.zeros(1, 2, 3, 4, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"^keys and values\b"):
+        cache.append(torch.zeros(1, 2, 3, 4), torch.zeros(1, 2, 2, 4))
+    cache.append(torch.zeros(1, 2, 3, 4), torch.zeros(1, 2, 3, 6))
+    with pytest.raises(ValueError, match=r"^values\b"):
+        cache.append(torch.zeros(1, 2, 1, 4), torch.zeros(1, 2, 1, 4))
+    with pytest.raises(TypeError, match=r"^keys\b"):
+        cache.append(torch.zeros(1, 2, 1, 4, dtype=torch.float64), torch.zeros(1, 2, 1, 6))
+    assert len(cache) == 3
