@@ -134,9 +134,11 @@ class CausalSelfAttention(nn.Module):
         _check_forward(self, x, cache)
         start = 0 if cache is None else cache.next_position
         positions = torch.arange(start, start + x.shape[1], device=x.device)  # (T,)
-        q = apply_rotary(split_heads(self.q_proj(x), self.num_heads), positions, base=self.rope_base)     # (N, h, T, d_k)
-        k = apply_rotary(split_heads(self.k_proj(x), self.num_kv_heads), positions, base=self.rope_base)  # (N, h_kv, T, d_k)
+        q = split_heads(self.q_proj(x), self.num_heads)     # (N, h, T, d_k)
+        k = split_heads(self.k_proj(x), self.num_kv_heads)  # (N, h_kv, T, d_k)
         v = split_heads(self.v_proj(x), self.num_kv_heads)  # (N, h_kv, T, d_k)
+        q = apply_rotary(q, positions, base=self.rope_base)  # (N, h, T, d_k): turned by position
+        k = apply_rotary(k, positions, base=self.rope_base)  # (N, h_kv, T, d_k)
         if cache is not None:
             k, v = cache.append(k, v)  # (N, h_kv, T_k, d_k) each: the cache, new positions last
         heads = _causal_attention(q, k, v)  # (N, h, T, d_k)
