@@ -5,7 +5,7 @@
 __all__ = ['scaled_dot_product_attention']
 
 
-# %% book/chapters/02_scaled_dot_product_attention.md, cell 26
+# %% book/chapters/02_scaled_dot_product_attention.md, cell 31
 import math
 
 import torch
@@ -29,8 +29,7 @@ def scaled_dot_product_attention(
         ``(output, weights)``, ``(..., T_q, d_v)`` and ``(..., T_q, T_k)`` in the inputs' dtype;
         float16 and bfloat16 inputs are computed in float32. A query whose keys are all masked
         (False or ``-inf``), or that has no key (``T_k = 0``), gets zero weights and output.
-
-    Bad input raises a ``TypeError`` or ``ValueError`` that names the argument.
+        Bad input raises a ``TypeError`` or ``ValueError`` that names the argument.
     """
     check_qkv(query, key, value)
     scale = 1 / math.sqrt(query.shape[-1]) if scale is None else check_real("scale", scale)
