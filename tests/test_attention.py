@@ -288,3 +288,33 @@ def test_zero_d_k_names_the_shapes():
     q, k, v = torch.randn(4, 0), torch.randn(5, 0), torch.randn(5, 3)
     with pytest.raises(ValueError, match=r"d_k.*\(4, 0\).*\(5, 0\)"):
         scaled_dot_product_attention(q, k, v)
+
+
+def test_scaling_the_query_first_saves_the_product_but_not_a_scaled_score_past_65504():
+    """Chapter 5: (q / sqrt(d_k)) . k fits where q . k overflows float16, but a scaled score of
+    80000 (q = k = 100, d_k = 64) is inf in either order; the package stays finite."""
+    g = torch.Generator().manual_seed(2)
+    q = (60 * torch.randn(1, 4, 256, generator=g)).half()  # (N, T, d_k)
+    k = (60 * torch.randn(1, 4, 256, generator=g)).half()
+    assert ((q @ k.transpose(-2, -1)) / 16).isinf().any()
+    assert ((q / 16) @ k.transpose(-2, -1)).isfinite().all()
+    hundreds = torch.full((1, 4, 64), 100.0, dtype=torch.float16)
+    assert ((hundreds @ hundreds.transpose(-2, -1)) / 8).isinf().all()
+    assert ((hundreds / 8) @ hundreds.transpose(-2, -1)).isinf().all()
+    out, _ = scaled_dot_product_attention(hundreds, hundreds, hundreds)
+    assert (out == 100).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_beyond_float16_range_equals_pytorchs_math_kernel(dtype):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    g = torch.Generator().manual_seed(6)
+    q = (100 + torch.randn(2, 3, 64, generator=g)).to(dtype)  # scaled scores ~ 80000
+    v = torch.randn(2, 3, 5, generator=g).to(dtype)
+    out, _ = scaled_dot_product_attention(q, q, v)
+    with sdpa_kernel(SDPBackend.MATH):
+        theirs = F.scaled_dot_product_attention(q, q, v)
+    assert out.isfinite().all()
+    atol = {torch.float16: 2e-3, torch.bfloat16: 1.6e-2}[dtype]
+    torch.testing.assert_close(out, theirs, rtol=0, atol=atol)

@@ -309,3 +309,31 @@ def test_random_causal_masks_against_float64_and_pytorch(problem):
     torch.testing.assert_close(weights.double(), ref_weights, atol=1e-5, rtol=0)
     torch.testing.assert_close(out.double(), ref_out, atol=1e-5, rtol=0)
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, is_causal=True))
+
+
+def test_minus_1e9_added_in_float64_leaves_the_unmasked_softmax():
+    """Chapter 5: added to a fully masked row, -1e9 swamps the scores in float32 (uniform) but
+    not in float64, where the differences survive (the unmasked softmax)."""
+    scores = torch.tensor([1.0, 2.0, 3.0])
+    in_float32 = torch.softmax(scores + torch.tensor(-1e9), dim=-1)
+    in_float64 = torch.softmax(scores.double() + -1e9, dim=-1)
+    torch.testing.assert_close(in_float32, torch.full((3,), 1 / 3))
+    torch.testing.assert_close(in_float64, torch.softmax(scores.double(), dim=-1))
+
+
+@settings(max_examples=40, deadline=None)
+@given(T=st.integers(1, 8), window=st.integers(1, 9), seed=st.integers(0, 2**16))
+def test_sliding_window_mask_equals_attention_over_the_window_alone(T, window, seed):
+    """Chapter 5's exercise: query i sees keys i - window < j <= i; the masked attention equals
+    attention of q_i over those keys alone, and PyTorch's with the same mask."""
+    i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
+    mask = (j <= i) & (j > i - window)  # (T, T), written from the definition
+    q, k, v = randn(3, T, 4, seed=seed, dtype=torch.float64)
+    out, _ = scaled_dot_product_attention(q, k, v, mask)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
+    for row in range(T):
+        seen = slice(max(0, row - window + 1), row + 1)
+        alone, _ = scaled_dot_product_attention(q[row:row + 1], k[seen], v[seen])
+        torch.testing.assert_close(out[row:row + 1], alone)
+    if window >= T:
+        assert torch.equal(mask, causal_mask(T))

@@ -5,7 +5,7 @@
 __all__ = ['causal_mask', 'padding_mask', 'mask_from_blocked', 'additive_mask']
 
 
-# %% book/chapters/05_masked_attention.md, cell 16
+# %% book/chapters/05_masked_attention.md, cell 17
 from collections.abc import Sequence
 
 import torch
@@ -97,7 +97,7 @@ def additive_mask(allowed: Tensor, *, dtype: torch.dtype = torch.float32) -> Ten
     return zeros.masked_fill(~allowed, float("-inf"))
 
 
-# %% book/chapters/05_masked_attention.md, cell 18
+# %% book/chapters/05_masked_attention.md, cell 19
 def _checked_lengths(lengths: object, max_len: object) -> tuple[Tensor, int]:
     """``lengths`` as a 1-D int64 tensor, and ``max_len`` (default: the longest) as an int."""
     if isinstance(lengths, Tensor):
