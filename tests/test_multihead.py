@@ -621,3 +621,58 @@ def test_is_causal_with_mask_is_refused(module):
         module(x, mask=torch.ones(4, 4, dtype=torch.bool), is_causal=True)
     with pytest.raises(TypeError, match=r"^is_causal\b"):
         module(x, is_causal=1)
+
+
+# --- what h heads cost, and what one head cannot do (chapter 6) --------------------------------
+
+
+@pytest.mark.parametrize("N, T, d_model", [(2, 16, 48), (1, 7, 24)])
+def test_h_heads_cost_the_flops_of_one_head_but_h_times_the_weights(N, T, d_model):
+    """Matrix products: 8 N T d^2 (projections) + 4 N T^2 d (QK^T, AV) whatever h is."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    x = randn(N, T, d_model, seed=40)
+    expected = 8 * N * T * d_model**2 + 4 * N * T**2 * d_model
+    for h in (1, 2, 4, 12):
+        module = MultiHeadAttention(d_model, h).eval()
+        with torch.no_grad(), FlopCounterMode(display=False) as counter:
+            _, weights = module(x, need_weights=True)
+        assert counter.get_total_flops() == expected
+        assert weights.shape == (N, h, T, T)
+
+
+def _one_hot_heads(relations, d_k, T, beta):
+    """A bias-free module whose head c matches query i with key j as relations[c] says.
+
+    relations: one (query map, key map) pair of (d_k, d_model) matrices per head; values are
+    the one-hot positions and W^O is the identity, so the output shows what each head took.
+    """
+    h = len(relations)
+    module = MultiHeadAttention(h * d_k, h, bias=False).requires_grad_(False)
+    module.q_proj.weight.copy_(beta * torch.cat([q for q, _ in relations]))
+    module.k_proj.weight.copy_(torch.cat([k for _, k in relations]))
+    module.v_proj.weight.copy_(torch.cat([torch.eye(d_k, h * d_k)] * h))
+    module.out_proj.weight.copy_(torch.eye(h * d_k))
+    x = torch.eye(T, h * d_k)[None]  # (1, T, d_model): token i is e_i
+    return module(x, need_weights=True)
+
+
+def test_one_head_blends_two_relations_that_two_heads_deliver_in_full():
+    """Previous token and token 0: two heads give each at full strength, one head halves them."""
+    T, d_k = 6, 8
+    eye = torch.eye(d_k, 2 * d_k)
+    previous = eye.roll(1, dims=0)  # k_j = e_{j+1}: q_i . k_j is 1 for j = i - 1
+    every_to_first = torch.zeros(d_k, 2 * d_k)
+    every_to_first[0, :T] = 1.0  # q_i = e_0 for every i
+    first_only = torch.zeros(d_k, 2 * d_k)
+    first_only[0, 0] = 1.0  # k_j = e_0 for j = 0 only
+    rows = torch.arange(2, T)
+    out, _ = _one_hot_heads([(eye, previous), (every_to_first, first_only)], d_k, T, beta=40.0)
+    torch.testing.assert_close(out[0, rows, :d_k], torch.eye(d_k)[rows - 1], atol=1e-3, rtol=0)
+    torch.testing.assert_close(out[0, rows, d_k:], torch.eye(d_k)[[0]].expand(len(rows), -1), atol=1e-3, rtol=0)
+    both_q, both_k = torch.cat([eye, every_to_first]), torch.cat([previous, first_only])  # one head, d_k = 16
+    for beta in (1.0, 10.0, 100.0):
+        _, weights = _one_hot_heads([(both_q, both_k)], 2 * d_k, T, beta)
+        w_previous, w_first = weights[0, 0, rows, rows - 1], weights[0, 0, rows, 0]
+        assert (torch.minimum(w_previous, w_first) <= 0.5).all()
+    torch.testing.assert_close(w_previous, torch.full_like(w_previous, 0.5), atol=1e-6, rtol=0)

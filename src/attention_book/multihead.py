@@ -41,7 +41,7 @@ def merge_heads(x: Tensor) -> Tensor:
     return x.permute(0, 2, 1, 3).reshape(N, T, h * d_k)  # (N, T, d_model)
 
 
-# %% book/chapters/06_multihead_attention.md, cell 33
+# %% book/chapters/06_multihead_attention.md, cell 35
 from functools import reduce
 
 import torch.nn.functional as F
@@ -146,7 +146,7 @@ class MultiHeadAttention(nn.Module):
         return self.out_proj(merge_heads(heads)), weights  # (N, T_q, d_model), (N, h, T_q, T_k)
 
 
-# %% book/chapters/06_multihead_attention.md, cell 35
+# %% book/chapters/06_multihead_attention.md, cell 37
 from attention_book._checks import broadcasts_to, check_probability, check_tokens
 
 
