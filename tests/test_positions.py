@@ -10,6 +10,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from transformers import LlamaConfig
+from transformers.models.bloom.modeling_bloom import build_alibi_tensor
+from transformers.models.gptj.modeling_gptj import apply_rotary_pos_emb as gptj_apply_rotary_pos_emb
 from transformers.models.gptj.modeling_gptj import create_sinusoidal_positions
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
 
@@ -33,20 +35,28 @@ def sinusoids_float64(T, d_model, base=10000.0):
 
 
 def rope_float64(x, positions, base=10000.0):
-    """RoPE as complex multiplication: (x_r + i x_{r + d/2}) e^{i p omega_r}, in float64."""
+    """RoPE as complex multiplication: (x_r + i x_{r + d/2}) e^{i p theta_r}, in float64."""
     x = x.double()
     half = x.shape[-1] // 2
-    omega = torch.tensor([base ** (-2 * r / x.shape[-1]) for r in range(half)], dtype=torch.float64)
-    turn = torch.exp(1j * positions.double()[:, None] * omega)  # (T, d/2), complex128
+    theta = torch.tensor([base ** (-2 * r / x.shape[-1]) for r in range(half)], dtype=torch.float64)
+    turn = torch.exp(1j * positions.double()[:, None] * theta)  # (T, d/2), complex128
     pairs = torch.complex(x[..., :half], x[..., half:]) * turn  # (..., T, d/2)
     return torch.cat((pairs.real, pairs.imag), dim=-1)  # (..., T, d)
 
 
-def transformers_rope(x, positions, base):
-    """transformers' Llama: LlamaRotaryEmbedding for the cos/sin, apply_rotary_pos_emb to rotate."""
+def transformers_rope(x, positions, base, **rope_parameters):
+    """transformers' Llama: LlamaRotaryEmbedding for the cos/sin, apply_rotary_pos_emb to rotate.
+
+    Without ``rope_parameters``, plain RoPE (rope_type "default"); with them, e.g. Llama 3.1's
+    scaling (rope_type "llama3").
+    """
     N, h, T, d = x.shape
-    config = LlamaConfig(hidden_size=h * d, num_attention_heads=h, head_dim=d, rope_theta=base)
-    cos, sin = LlamaRotaryEmbedding(config)(x, positions.expand(N, T))  # (N, T, d) each
+    rope_parameters = {"rope_type": "default", "rope_theta": base, **rope_parameters}
+    config = LlamaConfig(hidden_size=h * d, num_attention_heads=h, head_dim=d, max_position_embeddings=131072,
+                         rope_parameters=rope_parameters)
+    rotary = LlamaRotaryEmbedding(config)
+    assert rotary.rope_type == rope_parameters["rope_type"]  # noticed if transformers changes its default
+    cos, sin = rotary(x, positions.expand(N, T))  # (N, T, d) each
     rotated, _ = apply_rotary_pos_emb(x, x, cos, sin)
     return rotated
 
@@ -72,6 +82,19 @@ def test_self_attention_without_positions_is_permutation_equivariant(T, seed):
             assert (permuted_with_positions - with_positions[:, permutation]).abs().max() > 1e-3
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_a_causal_mask_breaks_the_permutation_equivariance(seed):
+    """With is_causal=True, position i sees only i + 1 tokens: reordering changes the outputs."""
+    torch.manual_seed(seed)
+    attention = MultiHeadAttention(16, 4).eval()
+    x = randn(2, 6, 16, seed=seed)
+    permutation = torch.tensor([5, 0, 3, 1, 4, 2])
+    with torch.no_grad():
+        out, _ = attention(x, is_causal=True)
+        out_permuted, _ = attention(x[:, permutation], is_causal=True)
+    assert (out_permuted - out[:, permutation]).abs().max() > 1e-2
+
+
 def test_learned_positions_of_minilm_are_what_the_chapter_says():
     """all-MiniLM-L6-v2's position table: 512 x 384, neighbours similar, position 0 apart."""
     from safetensors import safe_open
@@ -87,6 +110,27 @@ def test_learned_positions_of_minilm_are_what_the_chapter_says():
     assert mean_at[1] > 0.8 and mean_at[100] < 0.2 and mean_at[400] < 0
     norms = table.norm(dim=-1)
     assert norms[0] > 4 * norms.median() and similarity[0, 1:].max() < 0.35
+    # about half of the variation is explained by the offset: 1 - SS_residual / SS_total
+    offset = (torch.arange(512)[:, None] - torch.arange(512)[None, :]).abs()
+    mean_by_offset = torch.stack([similarity.diagonal(k).mean() for k in range(512)])  # symmetric
+    share = 1 - (similarity - mean_by_offset[offset]).pow(2).sum() / (similarity - similarity.mean()).pow(2).sum()
+    assert 0.4 < share < 0.6
+    # the neighbours that are not similar: the first pair, the last, and the two around 127
+    below = (similarity.diagonal(1) < 0.7).nonzero().flatten().tolist()
+    assert below == [0, 126, 127, 510]
+    assert "sequence length was limited to 128 tokens" in (path / "README.md").read_text()
+
+
+def test_alibi_weights_equal_blooms():
+    """-lambda_c (i - j) and BLOOM's lambda_c j differ by a constant per row: same weights."""
+    T, h = 9, 8
+    slopes = torch.tensor([2.0 ** (-8 * (c + 1) / h) for c in range(h)])  # (h,): lambda_c
+    i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
+    future = torch.where(j > i, -math.inf, 0.0)  # (T, T): the causal mask
+    scores = randn(h, T, T, seed=7)
+    ours = torch.softmax(scores - slopes[:, None, None] * (i - j) + future, dim=-1)
+    bloom = build_alibi_tensor(torch.ones(1, T), h, torch.float32)  # (h, 1, T)
+    torch.testing.assert_close(torch.softmax(scores + bloom + future, dim=-1), ours)
 
 
 # --- sinusoidal_positions ------------------------------------------------------------------
@@ -145,6 +189,26 @@ def test_apply_rotary_equals_transformers_llama_bit_for_bit(base, d, dtype):
     assert ours.dtype == dtype and ours.shape == x.shape
     assert torch.equal(ours, transformers_rope(x, positions, base))
     assert torch.equal(apply_rotary(x, base=base), ours)  # positions default to 0 .. T - 1
+
+
+def test_apply_rotary_is_not_llama3_scaled_rope():
+    """Llama 3.1 and later stretch the slow frequencies (rope_type "llama3"); apply_rotary does not."""
+    x = randn(2, 4, 8, 128, seed=8)
+    positions = torch.arange(1000, 1008)
+    llama31 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+               "original_max_position_embeddings": 8192}
+    scaled = transformers_rope(x, positions, 500000.0, **llama31)
+    assert (apply_rotary(x, positions, base=500000.0) - scaled).abs().max() > 0.1
+
+
+@pytest.mark.parametrize("d", [2, 8, 64])
+def test_interleaved_rope_is_apply_rotary_on_reordered_components_like_gptj(d):
+    """GPT-J pairs neighbours (2r, 2r + 1): reorder, apply_rotary, order back."""
+    x = randn(2, 9, 3, d, seed=d)  # (N, T, h, d): GPT-J puts the heads third
+    to_half = torch.cat((torch.arange(0, d, 2), torch.arange(1, d, 2)))
+    sin, cos = create_sinusoidal_positions(9, d)[None].chunk(2, dim=-1)  # (1, T, d/2) each
+    ours = apply_rotary(x.transpose(1, 2)[..., to_half])[..., torch.argsort(to_half)].transpose(1, 2)
+    torch.testing.assert_close(ours, gptj_apply_rotary_pos_emb(x, sin, cos))
 
 
 @pytest.mark.parametrize("start", [1, 100, 4095])
@@ -234,7 +298,7 @@ def test_rope_scores_depend_only_on_the_offset(i, j, shift, pairs, base, seed):
     assert math.isclose(score(i + shift, j + shift), relative, rel_tol=0, abs_tol=1e-9)
 
 
-def test_without_rope_the_score_does_not_see_positions_and_with_it_it_does():
+def test_rope_scores_change_with_the_offset():
     """The property is not vacuous: the scores do change with the offset."""
     q, k = randn(2, 1, 16, seed=5, dtype=torch.float64)
     scores = [(apply_rotary(q, torch.tensor([0])) * apply_rotary(k, torch.tensor([j]))).sum() for j in range(8)]

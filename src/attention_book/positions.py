@@ -5,13 +5,13 @@
 __all__ = ['sinusoidal_positions', 'apply_rotary']
 
 
-# %% book/chapters/08_positions.md, cell 10
+# %% book/chapters/08_positions.md, cell 12
 import torch
 from torch import Tensor
 
 
 def _frequencies(d: int, base: float, dtype: torch.dtype, device=None) -> Tensor:
-    """omega_r = base^(-2r / d) for r = 0 .. d/2 - 1, computed as transformers does."""
+    """theta_r = base^(-2r / d) for r = 0 .. d/2 - 1, computed as transformers does."""
     exponents = torch.arange(0, d, 2, dtype=dtype, device=device) / d  # (d/2,): 2r / d
     return 1.0 / base**exponents  # (d/2,)
 
@@ -21,13 +21,14 @@ def sinusoidal_positions(
 ) -> Tensor:
     """The sinusoidal position encodings of the original Transformer, one row per position.
 
-    Row ``p`` holds ``sin(p * omega_r)`` in feature ``2r`` and ``cos(p * omega_r)`` in
-    feature ``2r + 1``, with ``omega_r = base ** (-2r / d_model)``; computed in float64.
+    Row ``p`` holds ``sin(p * theta_r)`` in feature ``2r`` and ``cos(p * theta_r)`` in
+    feature ``2r + 1``, with ``theta_r = base ** (-2r / d_model)``; computed in float64.
 
     Args:
         T: the number of positions ``0 .. T - 1``, a positive int.
         d_model: the number of features, a positive even int.
-        base: ``b`` in ``omega_r = b ** (-2r / d_model)``, a positive real number.
+        base: the base of the frequencies ``theta_r = base ** (-2r / d_model)`` (10000 in the
+            original Transformer), a positive real number.
         dtype: the floating dtype of the result.
         device: where to create it.
 
@@ -42,12 +43,12 @@ def sinusoidal_positions(
     """
     T, d_model, base = _check_sinusoidal(T, d_model, base, dtype)
     p = torch.arange(T, dtype=torch.float64, device=device)  # (T,)
-    angles = p[:, None] * _frequencies(d_model, base, torch.float64, device)  # (T, d_model/2): p omega_r
+    angles = p[:, None] * _frequencies(d_model, base, torch.float64, device)  # (T, d_model/2): p theta_r
     pairs = torch.stack((angles.sin(), angles.cos()), dim=-1)  # (T, d_model/2, 2)
     return pairs.flatten(-2).to(dtype)  # (T, d_model): sin, cos, sin, cos, ...
 
 
-# %% book/chapters/08_positions.md, cell 12
+# %% book/chapters/08_positions.md, cell 14
 from attention_book._checks import check_floating, check_int, check_real
 
 
@@ -68,7 +69,7 @@ def _check_sinusoidal(T: object, d_model: object, base: object, dtype: object) -
     return T, d_model, _check_base(base)
 
 
-# %% book/chapters/08_positions.md, cell 43
+# %% book/chapters/08_positions.md, cell 49
 def _rotate_half(x: Tensor) -> Tensor:
     half = x.shape[-1] // 2
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)  # (..., d): (-second half, first half)
@@ -78,16 +79,21 @@ def apply_rotary(x: Tensor, positions: Tensor | None = None, *, base: float = 10
     """Rotary position embedding (RoPE) in the rotate-half layout of GPT-NeoX and Llama.
 
     Component ``r`` and component ``r + d/2`` of the vector at position ``p`` are turned
-    together by the angle ``p * omega_r``, ``omega_r = base ** (-2r / d)``. Equal to
-    ``apply_rotary_pos_emb`` with ``LlamaRotaryEmbedding`` in transformers: the angles are
-    computed in float32 (float64 when ``x`` is float64), their cosines and sines cast to the
-    dtype of ``x``.
+    together by the angle ``p * theta_r``, ``theta_r = base ** (-2r / d)``. Equal to
+    ``apply_rotary_pos_emb`` with ``LlamaRotaryEmbedding`` in transformers for a
+    ``LlamaConfig`` of ``rope_type`` "default" (no RoPE scaling; Llama 3.1 and later set
+    "llama3", which this function does not implement): the angles are computed in float32
+    (float64 when ``x`` is float64), their cosines and sines cast to the dtype of ``x``.
 
     Args:
-        x: ``(..., T, d)``, floating, with ``d`` even: queries or keys, e.g. ``(N, h, T, d_k)``.
-        positions: ``(T,)``, an integer tensor, the position of each row of ``x``; defaults to
-            ``0 .. T - 1``. Moved to the device of ``x``.
-        base: ``b`` in ``omega_r = b ** (-2r / d)``, a positive real number (Llama 3: 500000).
+        x: ``(..., T, d)``, floating, with ``d`` even and the positions in dimension -2 (heads
+            before positions): queries or keys, e.g. ``(N, h, T, d_k)``.
+        positions: ``(T,)``, an integer tensor, the position of each row of ``x``, shared by
+            every sequence of the batch; defaults to ``0 .. T - 1``. Moved to the device of
+            ``x``. (transformers also accepts per-sequence ``(N, T)`` position ids, e.g. for
+            left padding; here, rotate each sequence separately.)
+        base: the base of the frequencies ``theta_r = base ** (-2r / d)`` (``rope_theta`` in
+            transformers; 10000 in RoFormer, 500000 in Llama 3), a positive real number.
 
     Returns:
         A tensor of the shape and dtype of ``x``.
@@ -100,14 +106,14 @@ def apply_rotary(x: Tensor, positions: Tensor | None = None, *, base: float = 10
     """
     positions, base = _check_rotary(x, positions, base)  # (T,) on the device of x
     angle_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
-    frequencies = _frequencies(x.shape[-1], base, angle_dtype, x.device)  # (d/2,): omega_r
-    angles = positions.to(angle_dtype)[:, None] * frequencies  # (T, d/2): p omega_r
+    frequencies = _frequencies(x.shape[-1], base, angle_dtype, x.device)  # (d/2,): theta_r
+    angles = positions.to(angle_dtype)[:, None] * frequencies  # (T, d/2): p theta_r
     angles = torch.cat((angles, angles), dim=-1)  # (T, d): pair r is (r, r + d/2)
     cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)  # (T, d) each
     return x * cos + _rotate_half(x) * sin  # (..., T, d)
 
 
-# %% book/chapters/08_positions.md, cell 44
+# %% book/chapters/08_positions.md, cell 50
 def _check_positions(positions: object, T: int, device: torch.device) -> Tensor:
     if positions is None:
         return torch.arange(T, device=device)  # (T,)
