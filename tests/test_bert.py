@@ -545,3 +545,52 @@ def test_numpy_integer_sizes_are_accepted():
     layer = BertSelfAttention(BertConfig(np.int64(16), np.int32(4)))
     assert (layer.hidden_size, layer.num_attention_heads, layer.attention_head_size) == (16, 4, 4)
     assert type(layer.hidden_size) is int and type(layer.num_attention_heads) is int
+
+
+# --- heads that park their weight on [CLS] (chapter 7) ------------------------------------------
+
+
+def test_minilm_heads_that_park_on_cls_find_a_short_value_there(minilm):
+    """Over every real query: where a head gives [CLS] and [SEP] more than half of its weight,
+    [CLS]'s value vector is less than a fifth as long as an average word's."""
+    from attention_book import split_heads
+
+    tokenizer, model = minilm
+    sentences = [
+        "The animal didn't cross the street because it was too tired.",
+        "Attention is all you need.",
+        "BERT reads the whole sentence at once.",
+    ]
+    batch = tokenizer(sentences, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        out = model(**batch, output_attentions=True, output_hidden_states=True)
+    ids, real = batch["input_ids"], batch["attention_mask"].bool()  # (N, T)
+    special = (ids == tokenizer.cls_token_id) | (ids == tokenizer.sep_token_id)
+    words = real & ~special
+    assert (ids[:, 0] == tokenizer.cls_token_id).all()
+    weights = torch.stack(out.attentions)  # (L, N, h, T, T)
+    assert weights.masked_select(real[None, :, None, :, None] & real[None, :, None, None, :]).min() > 0
+    share = ((weights * special[None, :, None, None, :]).sum(-1) * real[None, :, None, :]).sum((1, 3))
+    share = share / real.sum()  # (L, h): mean over the real queries
+    ratio = torch.empty_like(share)
+    for number, layer in enumerate(model.encoder.layer):
+        with torch.no_grad():
+            value = split_heads(layer.attention.self.value(out.hidden_states[number]), 12)  # (N, h, T, d_k)
+        length = value.norm(dim=-1)  # (N, h, T)
+        word_mean = (length * words[:, None, :]).sum(-1) / words.sum(-1)[:, None]
+        ratio[number] = (length[:, :, 0] / word_mean).mean(0)
+    parking = share > 0.5
+    assert parking.sum() > 30 and share.max() > 0.85 and (share.mean(-1)[1:5] > 0.52).all()
+    assert ratio[parking].max() < 0.2
+    assert (ratio[1:] > 0.5).nonzero().tolist() == [[2, 11]] and share[3].argmin() == 11
+
+
+def test_transformers_5_bert_self_attention_is_self_attention_only():
+    """5.x: a cache argument, cross-attention in its own class, no head_mask, no relative positions."""
+    from transformers.models.bert import modeling_bert
+
+    assert int(transformers.__version__.split(".")[0]) == 5
+    parameters = list(inspect.signature(modeling_bert.BertSelfAttention.forward).parameters)
+    assert parameters == ["self", "hidden_states", "attention_mask", "cache", "kwargs"]
+    assert hasattr(modeling_bert, "BertCrossAttention")
+    assert "relative_key" not in inspect.getsource(modeling_bert)

@@ -17,8 +17,8 @@ class BertConfig:
     a ``transformers.BertConfig``.
 
     Attributes:
-        hidden_size: ``H``, the size of each token's vector; ``H / num_attention_heads`` is
-            the head size ``d_k``.
+        hidden_size: ``d_model``, the size of each token's vector;
+            ``d_model / num_attention_heads`` is the head size ``d_k``.
         num_attention_heads: ``h``, the number of heads.
         attention_probs_dropout_prob: dropout applied to the attention probabilities while
             training.
@@ -85,9 +85,9 @@ class BertSelfAttention(nn.Module):
 
     def __init__(self, config) -> None:
         super().__init__()
-        self.hidden_size, self.num_attention_heads = _check_config(config)  # H, h
+        self.hidden_size, self.num_attention_heads = _check_config(config)  # d_model, h
         self.attention_head_size = self.hidden_size // self.num_attention_heads  # d_k
-        self.all_head_size = self.num_attention_heads * self.attention_head_size  # h * d_k = H
+        self.all_head_size = self.num_attention_heads * self.attention_head_size  # h * d_k = d_model
         self.query = nn.Linear(self.hidden_size, self.all_head_size)
         self.key = nn.Linear(self.hidden_size, self.all_head_size)
         self.value = nn.Linear(self.hidden_size, self.all_head_size)
@@ -107,7 +107,7 @@ class BertSelfAttention(nn.Module):
         """Self-attention over ``hidden_states``.
 
         Args:
-            hidden_states: ``(N, T, H)`` with ``H = hidden_size``.
+            hidden_states: ``(N, T, d_model)`` with ``d_model = hidden_size``.
             attention_mask: BERT's additive mask, of the dtype of ``hidden_states`` and
                 broadcastable to ``(N, h, T, T)``: ``extended_attention_mask``'s
                 ``(N, 1, 1, T)`` or ``transformers``' ``(N, 1, T, T)``. ``-inf`` entries (as
@@ -119,13 +119,13 @@ class BertSelfAttention(nn.Module):
 
         Returns:
             ``(context,)``, or ``(context, probs)`` when ``output_attentions``: context
-            ``(N, T, H)``, probs ``(N, h, T, T)`` (after dropout and ``head_mask``).
+            ``(N, T, d_model)``, probs ``(N, h, T, T)`` (after dropout and ``head_mask``).
 
         Raises:
             TypeError: a non-floating ``hidden_states``, ``attention_mask`` or ``head_mask``;
                 ``hidden_states`` of another dtype than the weights; a mask of another dtype
                 than ``hidden_states``.
-            ValueError: ``hidden_states`` not ``(N, T, H)``; an ``attention_mask`` with a
+            ValueError: ``hidden_states`` not ``(N, T, d_model)``; an ``attention_mask`` with a
                 positive value (a raw 0/1 mask, not the additive one), a NaN, or fewer than 3
                 dimensions; a mask that does not broadcast to ``(N, h, T, T)``.
         """
@@ -143,7 +143,7 @@ class BertSelfAttention(nn.Module):
         if head_mask is not None:
             probs = probs * head_mask  # (N, h, T, T), a 0 switches a head off
 
-        context = merge_heads(probs @ value)  # (N, h, T, d_k) -> (N, T, H)
+        context = merge_heads(probs @ value)  # (N, h, T, d_k) -> (N, T, d_model)
         return (context, probs) if output_attentions else (context,)
 
 
