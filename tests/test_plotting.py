@@ -158,3 +158,47 @@ def test_query_labels_must_match_the_rows():
 def test_key_labels_must_match_the_columns():
     with pytest.raises(ValueError, match=r"^key_labels\b.*\(3, 4\)"):
         plot_attention(random_weights(3, 4), key_labels=list("abcde"))
+
+
+def test_a_tiny_nonzero_weight_is_not_written_as_zero():
+    ax = plot_attention(np.array([[0.0028, 0.9972, 0.0], [1.96e-44, 0.5, 0.5]]))
+    written = {tuple(text.get_position()): text.get_text() for text in ax.texts}
+    assert written == {(0, 0): "0.003", (1, 0): "1.00", (2, 0): "0.00",
+                       (0, 1): "2e-44", (1, 1): "0.50", (2, 1): "0.50"}
+
+
+def test_an_additive_mask_shows_minus_infinity_on_a_grey_cell():
+    inf = float("inf")
+    ax = plot_attention(torch.tensor([[0.0, -inf], [0.0, 0.0]]), colorbar_label="mask M")
+    (image,) = ax.images
+    bad = to_rgba(image.get_cmap().get_bad())  # the colour of a cell that is not finite
+    assert bad[:3] == (0.85, 0.85, 0.85) and bad[3] == 1
+    (label,) = [text for text in ax.texts if text.get_position() == (1, 0)]
+    assert label.get_text() == "−∞"
+    assert to_rgba(label.get_color()) != bad  # readable: black on light grey
+    assert to_rgba(label.get_color()) == to_rgba("black")
+
+
+def test_nan_is_labelled_nan():
+    ax = plot_attention(np.array([[np.nan, 1.0]]))
+    assert [text.get_text() for text in ax.texts] == ["nan", "1.00"]
+
+
+@pytest.mark.parametrize("weights", [torch.ones(2, 2, dtype=torch.complex64),
+                                     np.ones((2, 2), dtype=np.complex128)])
+def test_complex_weights_are_a_type_error(weights):
+    with pytest.raises(TypeError, match=r"^weights\b.*complex"):
+        plot_attention(weights)
+
+
+def test_labels_may_be_a_generator():
+    ax = plot_attention(random_weights(2, 3), (f"q{i}" for i in range(2)),
+                        (f"k{j}" for j in range(3)))
+    assert tick_texts(ax.get_yticklabels()) == ["q0", "q1"]
+    assert tick_texts(ax.get_xticklabels()) == ["k0", "k1", "k2"]
+
+
+@pytest.mark.parametrize("labels", ["ab", 2])
+def test_labels_must_be_an_iterable_of_labels(labels):
+    with pytest.raises(TypeError, match=r"^query_labels\b"):
+        plot_attention(random_weights(2, 2), query_labels=labels)

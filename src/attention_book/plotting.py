@@ -5,9 +5,10 @@
 __all__ = ['plot_attention']
 
 
-# %% book/chapters/01_what_is_attention.md, cell 34
-from collections.abc import Sequence
+# %% book/chapters/01_what_is_attention.md, cell 38
+from collections.abc import Iterable
 
+import matplotlib
 import numpy as np
 import torch
 from matplotlib.axes import Axes
@@ -15,43 +16,10 @@ from matplotlib.axes import Axes
 _ANNOTATE_UP_TO = 12  # by default, write the weights into the cells up to 12 x 12
 
 
-def _weights_as_array(weights: object) -> np.ndarray:
-    """A float64 (T_q, T_k) numpy copy of a tensor or array of weights."""
-    if isinstance(weights, torch.Tensor):
-        weights = weights.detach().cpu().double().numpy()  # any device, dtype, requires_grad
-    try:
-        array = np.asarray(weights, dtype=np.float64)
-    except (TypeError, ValueError) as error:
-        raise TypeError(
-            f"weights must be a torch.Tensor or a numpy array of numbers, "
-            f"got {type(weights).__name__}"
-        ) from error
-    if array.ndim != 2:
-        raise ValueError(f"weights must be 2-D (T_q, T_k), got shape {array.shape}")
-    return array
-
-
-def _check_labels(name: str, labels: Sequence | None, shape: tuple, axis: int) -> None:
-    if labels is not None and len(labels) != shape[axis]:
-        what = "T_q (rows)" if axis == 0 else "T_k (columns)"
-        raise ValueError(
-            f"{name} has {len(labels)} labels but weights of shape {shape} has "
-            f"{what} = {shape[axis]}"
-        )
-
-
-def _annotate_cells(ax: Axes, image, array: np.ndarray) -> None:
-    for (row, column), value in np.ndenumerate(array):
-        red, green, blue, _ = image.cmap(image.norm(value))
-        dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5  # perceived brightness
-        ax.text(column, row, f"{value:.2f}", ha="center", va="center", fontsize=8,
-                color="white" if dark else "black")
-
-
 def plot_attention(
     weights,
-    query_labels: Sequence | None = None,
-    key_labels: Sequence | None = None,
+    query_labels: Iterable | None = None,
+    key_labels: Iterable | None = None,
     *,
     ax: Axes | None = None,
     title: str | None = None,
@@ -63,13 +31,15 @@ def plot_attention(
 
     Args:
         weights: ``(T_q, T_k)``, a torch tensor (any device or dtype, detached here) or a
-            numpy array.
+            numpy array, of real numbers. Entries that are not finite (an additive mask's
+            ``-inf``) are drawn light grey and labelled ``−∞``, ``∞`` or ``nan``.
         query_labels: ``T_q`` labels for the rows (the queries), e.g. tokens.
         key_labels: ``T_k`` labels for the columns (the keys).
         ax: the axes to draw into; by default a new figure with a white background.
         title: the axes' title.
-        annotate: write each weight into its cell; by default only when
-            ``T_q`` and ``T_k`` are both at most 12.
+        annotate: write each weight into its cell (two decimals; a nonzero weight that would
+            read 0.00 gets one significant digit, e.g. 0.003); by default only when ``T_q``
+            and ``T_k`` are both at most 12.
         cmap: a matplotlib colormap name.
         colorbar_label: what the colours mean, written beside the colour bar; name it when
             the matrix is not attention weights (scores, a mask).
@@ -78,23 +48,24 @@ def plot_attention(
         The axes, holding the image and a colour bar.
 
     Raises:
-        TypeError: ``weights`` is neither a tensor nor an array of numbers, or
+        TypeError: ``weights`` is neither a tensor nor an array of real numbers, a label
+            argument is not an iterable of labels (a single string is refused), or
             ``colorbar_label`` is not a string.
         ValueError: ``weights`` is not 2-D, or the number of ``query_labels`` or
             ``key_labels`` differs from ``T_q`` or ``T_k``.
     """
-    array = _weights_as_array(weights)  # (T_q, T_k)
-    if not isinstance(colorbar_label, str):
-        raise TypeError(f"colorbar_label must be a str, got {type(colorbar_label).__name__}")
-    _check_labels("query_labels", query_labels, array.shape, 0)
-    _check_labels("key_labels", key_labels, array.shape, 1)
+    array = _weights_as_array(weights)  # (T_q, T_k), float64
+    query_labels = _labels_as_list("query_labels", query_labels, array.shape, 0)
+    key_labels = _labels_as_list("key_labels", key_labels, array.shape, 1)
+    _check_colorbar_label(colorbar_label)
     T_q, T_k = array.shape
     if ax is None:
         import matplotlib.pyplot as plt
 
         figsize = (min(2.5 + 0.6 * T_k, 12), min(1.5 + 0.5 * T_q, 10))
         _, ax = plt.subplots(figsize=figsize, facecolor="white")
-    image = ax.imshow(array, cmap=cmap)
+    colours = matplotlib.colormaps.get_cmap(cmap).with_extremes(bad="0.85")  # -inf: grey
+    image = ax.imshow(array, cmap=colours)
     ax.figure.colorbar(image, ax=ax, label=colorbar_label)
     ax.set(xlabel="key", ylabel="query")
     if key_labels is not None:
@@ -110,3 +81,64 @@ def plot_attention(
     if annotate:
         _annotate_cells(ax, image, array)
     return ax
+
+
+# %% book/chapters/01_what_is_attention.md, cell 40
+def _weights_as_array(weights: object) -> np.ndarray:
+    """A float64 (T_q, T_k) numpy copy of a tensor or array of real weights."""
+    if isinstance(weights, torch.Tensor):
+        if weights.is_complex():
+            raise TypeError(f"weights must be real, got a complex tensor of {weights.dtype}")
+        weights = weights.detach().cpu().double().numpy()  # any device, dtype, requires_grad
+    if np.iscomplexobj(weights):
+        raise TypeError("weights must be real, got complex numbers")
+    try:
+        array = np.asarray(weights, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise TypeError(
+            f"weights must be a torch.Tensor or a numpy array of numbers, "
+            f"got {type(weights).__name__}"
+        ) from error
+    if array.ndim != 2:
+        raise ValueError(f"weights must be 2-D (T_q, T_k), got shape {array.shape}")
+    return array
+
+
+def _labels_as_list(name: str, labels: object, shape: tuple, axis: int) -> list | None:
+    """The labels as a list (None stays None), one per row (axis 0) or column (axis 1)."""
+    if labels is None:
+        return None
+    if isinstance(labels, (str, bytes)) or not isinstance(labels, Iterable):
+        raise TypeError(f"{name} must be an iterable of labels, got {type(labels).__name__}")
+    labels = list(labels)  # a generator can be read only once
+    if len(labels) != shape[axis]:
+        what = "T_q (rows)" if axis == 0 else "T_k (columns)"
+        raise ValueError(
+            f"{name} has {len(labels)} labels but weights of shape {shape} has "
+            f"{what} = {shape[axis]}"
+        )
+    return labels
+
+
+def _check_colorbar_label(colorbar_label: object) -> None:
+    if not isinstance(colorbar_label, str):
+        raise TypeError(f"colorbar_label must be a str, got {type(colorbar_label).__name__}")
+
+
+def _cell_text(value: float) -> str:
+    """Two decimals; one significant digit for a nonzero value that would read 0.00."""
+    if not np.isfinite(value):
+        return "nan" if np.isnan(value) else ("−∞" if value < 0 else "∞")
+    if value != 0 and abs(value) < 0.005:
+        return f"{value:.1g}"  # 0.003, 2e-44
+    return f"{value:.2f}"
+
+
+def _annotate_cells(ax: Axes, image, array: np.ndarray) -> None:
+    for (row, column), value in np.ndenumerate(array):
+        dark = False  # a cell that is not finite is light grey: black text
+        if np.isfinite(value):
+            red, green, blue, _ = image.cmap(image.norm(value))
+            dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5  # perceived brightness
+        ax.text(column, row, _cell_text(value), ha="center", va="center", fontsize=8,
+                color="white" if dark else "black")
