@@ -127,6 +127,27 @@ def test_unscaled_softmax_rows_collapse_and_scaled_rows_do_not():
             assert (raw.amax(dim=-1) > 0.99).float().mean().item() > 0.5
 
 
+@pytest.mark.parametrize("d_k", [1, 2])
+def test_small_d_k_scaled_rows_share_one_random_spread(d_k):
+    # Given q, the scaled scores of a row are iid N(0, |q|^2 / d_k): drawing that spread first
+    # and then T independent normals gives the same mean largest weight, below the reference
+    # of T iid N(0, 1) scores.
+    generator = torch.Generator().manual_seed(30 + d_k)
+    rows, T = 20_000, 16
+    q = torch.randn(rows, 1, d_k, generator=generator, dtype=torch.float64)  # (rows, 1, d_k)
+    k = torch.randn(rows, T, d_k, generator=generator, dtype=torch.float64)  # (rows, T, d_k)
+    _, scaled = scaled_dot_product_attention(q, k, k)  # (rows, 1, T)
+    spread = torch.randn(rows, d_k, generator=generator, dtype=torch.float64).norm(
+        dim=-1, keepdim=True) / math.sqrt(d_k)  # (rows, 1)
+    modelled = torch.softmax(spread * torch.randn(rows, T, generator=generator,
+                                                  dtype=torch.float64), dim=-1)
+    reference = torch.softmax(torch.randn(rows, T, generator=generator, dtype=torch.float64),
+                              dim=-1)
+    measured = scaled.amax(dim=-1).mean().item()
+    assert abs(measured - modelled.amax(dim=-1).mean().item()) < 0.01
+    assert measured < reference.amax(dim=-1).mean().item() - 0.015
+
+
 def test_scaled_rows_are_not_normalised_one_by_one():
     # Over many rows the scaled scores have variance 1, but each row's own mean has standard
     # deviation 1/sqrt(T) and its own variance scatters widely around 1.
@@ -161,6 +182,30 @@ def test_independent_projections_give_the_d_k_law_given_the_input():
     assert abs((q * k).sum(-1).mean().item()) < 5 * math.sqrt(var / draws)
     var_shared, se_shared = _variance_and_se((q * q).sum(-1))
     assert abs(var_shared - 2 * d_k * unit**2) < 5 * se_shared
+    # ...and q . q = |q|^2 >= 0 has mean d_k |x|^2 / d, not 0.
+    assert abs((q * q).sum(-1).mean().item() - d_k * unit) < 5 * math.sqrt(var_shared / draws)
+
+
+def test_fixed_network_mean_score_of_a_token_with_itself_is_the_trace():
+    # For fixed W^Q, W^K and inputs x ~ N(0, I): E_x[(x W^Q) . (x W^K)] = tr(W^Q W^K^T).
+    # Over initialisations with N(0, 1/d_model) entries the trace has mean 0 and standard
+    # deviation sqrt(d_k / d_model).
+    generator = torch.Generator().manual_seed(40)
+    d_model, d_k, inputs = 16, 64, 200_000
+    for _ in range(3):
+        W_q, W_k = (torch.randn(d_model, d_k, generator=generator, dtype=torch.float64)
+                    / math.sqrt(d_model) for _ in range(2))
+        x = torch.randn(inputs, d_model, generator=generator, dtype=torch.float64)
+        scores = ((x @ W_q) * (x @ W_k)).sum(-1)  # (inputs,)
+        se = scores.std().item() / math.sqrt(inputs)
+        assert abs(scores.mean().item() - torch.trace(W_q @ W_k.T).item()) < 5 * se
+    inits = 4000
+    W_q, W_k = (torch.randn(inits, d_model, d_k, generator=generator, dtype=torch.float64)
+                / math.sqrt(d_model) for _ in range(2))
+    traces = (W_q * W_k).sum(dim=(-2, -1))  # (inits,): tr(W^Q W^K^T) of each initialisation
+    var, se = _variance_and_se(traces)
+    assert abs(var - d_k / d_model) < 5 * se
+    assert abs(traces.mean().item()) < 5 * math.sqrt(var / inits)
 
 
 def _retrieval_projections(generator, d_model=32, d_k=256):
