@@ -6,8 +6,10 @@
    eval, no grad, CPU): at most 1.10 x the time and 1.2 x the peak memory of the floor, four
    nn.Linear around F.scaled_dot_product_attention(is_causal=True) with the same weights.
 
-Peak memory: the growth of ru_maxrss during one call, each case in a fresh process forked
-after the imports (attention_book._measure.peak_memory), above the case's inputs. Time: the
+Peak memory: the growth of the peak resident memory during one call (on Linux the peak is reset
+just before the call), each case in a fresh process forked after the imports
+(attention_book._measure.peak_memory): the call's peak above everything the process held when
+it started, its inputs included. Time: the
 median CPU time of one thread over several rounds, the implementations interleaved round by
 round in one process (attention_book._measure.median_times): with one thread, CPU time is the
 work done, little disturbed by other processes on a shared machine.
@@ -99,8 +101,8 @@ def main() -> int:
         }, rounds=args.rounds)
         torch.testing.assert_close(module(x, is_causal=True)[0], floor(module, x))
 
-    print(f"torch {torch.__version__}, CPU, one thread, float32, no grad; peak = growth of "
-          f"ru_maxrss during one call, fresh process each; time = median CPU time of "
+    print(f"torch {torch.__version__}, CPU, one thread, float32, no grad; peak = growth of the "
+          f"peak resident memory during one call, fresh process each; time = median CPU time of "
           f"{args.rounds} interleaved rounds")
     print(f"\n1. attention of one head, T={TILED_T}, d={HEAD_DIM}")
     print(f"   {'implementation':<36} {'peak (MiB)':>11} {'CPU time of that call (s)':>26}")

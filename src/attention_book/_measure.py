@@ -11,6 +11,7 @@ __all__ = ['peak_memory', 'median_times']
 A tool of the book (its chapters and benchmarks), not part of the package's API.
 """
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -19,13 +20,37 @@ from collections.abc import Callable, Hashable
 
 import torch
 
+from attention_book._checks import check_int
+
 # Run by a fresh interpreter. It imports the heavy modules once, then forks one child per
-# case, in turn: ru_maxrss only ever grows in a process, so each case needs its own.
+# case, in turn: a process's peak memory only ever grows, so each case needs its own.
 _FORK_PER_CASE = """
-import importlib, json, os, resource, sys, time, traceback
+import ctypes, importlib, json, os, re, resource, sys, time, traceback
 for module in {preload!r}:
     importlib.import_module(module)  # imports only: a thread pool must not exist before a fork
-BYTES_PER_UNIT = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
+
+
+def reset_peak():
+    # Linux: the peak (VmHWM) restarts from the current size. Returns False where it cannot.
+    try:
+        ctypes.CDLL(None).malloc_trim(0)  # glibc: memory freed but kept by malloc goes back
+    except (AttributeError, OSError):
+        pass
+    try:
+        with open("/proc/self/clear_refs", "w") as clear_refs:
+            clear_refs.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_kib(resettable):
+    if resettable:
+        with open("/proc/self/status") as status:
+            return int(re.search(r"VmHWM:\\s+(\\d+)", status.read()).group(1))
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1024 if sys.platform == "darwin" else 1)
+
+
 for index, code in enumerate(json.loads(sys.stdin.read())):
     pid = os.fork()
     if pid == 0:
@@ -34,12 +59,13 @@ for index, code in enumerate(json.loads(sys.stdin.read())):
             torch.set_num_threads({threads})
             namespace = {{}}
             exec(code, namespace)  # allocates the inputs and defines run()
-            before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            resettable = reset_peak()
+            before = peak_kib(resettable)
             start = time.process_time()
             namespace["run"]()
             seconds = time.process_time() - start
-            grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
-            print("@case", json.dumps([index, grown * BYTES_PER_UNIT / 2**20, seconds]), flush=True)
+            grown = peak_kib(resettable) - before
+            print("@case", json.dumps([index, grown / 1024, seconds]), flush=True)
             os._exit(0)
         except BaseException:
             traceback.print_exc()
@@ -57,17 +83,27 @@ def peak_memory(
     Each case is Python source that allocates its inputs, may warm up on a small input, and
     defines ``run``, a function of no argument. A new interpreter imports ``preload`` once and
     forks one child process per case, in turn (``os.fork``: Linux or macOS). The child runs the
-    source, then ``run()`` once, with ``threads`` threads, and reports how much its resident-set
-    high-water mark (``ru_maxrss``) grew during that call, and the CPU time of the call (see
-    ``median_times``).
+    source, then ``run()`` once, with ``threads`` threads, and reports how much its peak
+    resident memory grew during that call, and the CPU time of the call (see ``median_times``).
+
+    On Linux the peak is reset just before the call (``/proc/self/clear_refs``, after
+    ``malloc_trim`` hands the memory that the allocator keeps back to the system), so the result
+    is the call's peak above everything the process held when it started. Elsewhere the peak is
+    the high-water mark ``ru_maxrss``, which the source must then never push above what it holds
+    when the call starts: a larger transient allocation in the setup would hide the call's.
 
     Returns:
         ``{label: (peak_mib, seconds)}``, with the labels (keys) of ``cases``, in their order.
 
     Raises:
-        RuntimeError: a case failed; the message holds the child's traceback.
+        RuntimeError: no ``os.fork`` on this system (Windows), or a case failed; the message
+            then holds the child's traceback.
+        TypeError, ValueError: ``threads`` is not an int >= 1.
     """
-    program = _FORK_PER_CASE.format(preload=tuple(preload), threads=int(threads))
+    if not hasattr(os, "fork"):
+        raise RuntimeError("peak_memory needs os.fork: Linux or macOS (Colab works), not Windows")
+    threads = check_int("threads", threads, minimum=1)
+    program = _FORK_PER_CASE.format(preload=tuple(preload), threads=threads)
     labels = list(cases)
     done = subprocess.run([sys.executable, "-c", program], input=json.dumps(list(cases.values())),
                           capture_output=True, text=True)
@@ -91,10 +127,17 @@ def median_times(
     rotated each round, so that a change in the machine's load hits all of them alike. The
     default clock is the CPU time of this process: with one thread, that is the work done,
     little disturbed by other processes on a shared machine. Pass ``time.perf_counter`` for
-    wall-clock time (on a GPU, each call then includes waiting for its kernels).
+    wall-clock time (on a GPU, each call then includes waiting for its kernels, once this
+    process has used CUDA).
+
+    Raises:
+        TypeError, ValueError: ``rounds`` is not an int >= 1.
     """
+    rounds = check_int("rounds", rounds, minimum=1)
     names = list(functions)
-    times: dict[str, list[float]] = {name: [] for name in names}
+    if not names:
+        return {}
+    times: dict[Hashable, list[float]] = {name: [] for name in names}
     for name in names:
         functions[name]()  # warm-up
     for round_index in range(rounds):
@@ -102,7 +145,7 @@ def median_times(
         for name in names[shift:] + names[:shift]:
             start = clock()
             functions[name]()
-            if torch.cuda.is_available():
+            if torch.cuda.is_available() and torch.cuda.is_initialized():
                 torch.cuda.synchronize()
             times[name].append(clock() - start)
     return {name: statistics.median(values) for name, values in times.items()}

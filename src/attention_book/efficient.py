@@ -5,7 +5,7 @@
 __all__ = ['tiled_attention']
 
 
-# %% book/chapters/09_efficient_attention.md, cell 22
+# %% book/chapters/09_efficient_attention.md, cell 24
 import math
 
 import torch
@@ -14,9 +14,9 @@ from torch import Tensor
 
 def _causal_tile(first_row: int, rows: int, first_key: int, keys: int, device: torch.device) -> Tensor:
     """Which keys each query of one tile may see when causal: key j <= query i (top left)."""
-    i = torch.arange(first_row, first_row + rows, device=device)  # (B_q,) query positions
-    j = torch.arange(first_key, first_key + keys, device=device)  # (B_k,) key positions
-    return j[None, :] <= i[:, None]  # (B_q, B_k), True = may attend
+    i = torch.arange(first_row, first_row + rows, device=device)  # (τ_q,) query positions
+    j = torch.arange(first_key, first_key + keys, device=device)  # (τ_k,) key positions
+    return j[None, :] <= i[:, None]  # (τ_q, τ_k), True = may attend
 
 
 def _attend_block(q_block: Tensor, key: Tensor, value: Tensor, first_row: int,
@@ -25,25 +25,25 @@ def _attend_block(q_block: Tensor, key: Tensor, value: Tensor, first_row: int,
     rows = q_block.shape[-2]
     # Causal: the last query of the block is first_row + rows - 1; later keys are skipped.
     key_end = min(key.shape[-2], first_row + rows) if is_causal else key.shape[-2]
-    m = q_block.new_full((*q_block.shape[:-1], 1), -math.inf)        # (..., B_q, 1) running max
-    ell = q_block.new_zeros((*q_block.shape[:-1], 1))                # (..., B_q, 1) running sum
-    acc = q_block.new_zeros((*q_block.shape[:-1], value.shape[-1]))  # (..., B_q, d_v) running õ
+    m = q_block.new_full((*q_block.shape[:-1], 1), -math.inf)        # (..., τ_q, 1) running max
+    ell = q_block.new_zeros((*q_block.shape[:-1], 1))                # (..., τ_q, 1) running sum
+    acc = q_block.new_zeros((*q_block.shape[:-1], value.shape[-1]))  # (..., τ_q, d_v) running õ
     for first_key in range(0, key_end, block_size):
-        k_block = key[..., first_key:first_key + block_size, :].to(q_block.dtype)    # (..., B_k, d_k)
-        v_block = value[..., first_key:first_key + block_size, :].to(q_block.dtype)  # (..., B_k, d_v)
-        scores = q_block @ k_block.transpose(-2, -1)                 # (..., B_q, B_k): one tile
+        k_block = key[..., first_key:first_key + block_size, :].to(q_block.dtype)    # (..., τ_k, d_k)
+        v_block = value[..., first_key:first_key + block_size, :].to(q_block.dtype)  # (..., τ_k, d_v)
+        scores = q_block @ k_block.transpose(-2, -1)                 # (..., τ_q, τ_k): one tile
         if is_causal and first_key + k_block.shape[-2] - 1 > first_row:  # the tile crosses the diagonal
             allowed = _causal_tile(first_row, rows, first_key, k_block.shape[-2], scores.device)
-            scores = scores.masked_fill(~allowed, -math.inf)         # (..., B_q, B_k)
-        m_new = torch.maximum(m, scores.amax(dim=-1, keepdim=True))  # (..., B_q, 1)
-        rescale = torch.exp(m - m_new)                               # (..., B_q, 1): old terms to the new max
-        weights = torch.exp(scores - m_new)                          # (..., B_q, B_k), unnormalised
-        ell = ell * rescale + weights.sum(dim=-1, keepdim=True)      # (..., B_q, 1)
-        acc = acc * rescale + weights @ v_block                      # (..., B_q, d_v)
+            scores = scores.masked_fill(~allowed, -math.inf)         # (..., τ_q, τ_k)
+        m_new = torch.maximum(m, scores.amax(dim=-1, keepdim=True))  # (..., τ_q, 1)
+        rescale = torch.exp(m - m_new)                               # (..., τ_q, 1): old terms to the new max
+        exp_scores = torch.exp(scores - m_new)                       # (..., τ_q, τ_k): weights before / ℓ̄
+        ell = ell * rescale + exp_scores.sum(dim=-1, keepdim=True)   # (..., τ_q, 1)
+        acc = acc * rescale + exp_scores @ v_block                   # (..., τ_q, d_v)
         m = m_new
     # Once a key has been read, ell >= 1 (the maximum contributes e^0 = 1). With no key at all
     # (T_k = 0), 0 / 1 gives the zero output that PyTorch's attention gives too.
-    return acc / ell.clamp(min=1.0)                                  # (..., B_q, d_v)
+    return acc / ell.clamp(min=1.0)                                  # (..., τ_q, d_v)
 
 
 def tiled_attention(
@@ -55,12 +55,13 @@ def tiled_attention(
     block_size: int = 128,
     scale: float | None = None,
 ) -> Tensor:
-    """Attention computed tile by tile, never holding more than one tile of scores.
+    """Attention computed tile by tile, never holding a (T_q, T_k) matrix of scores.
 
     Equal to ``softmax(query @ key^T * scale) @ value``, by the online softmax: for each block
     of ``block_size`` queries, the blocks of ``block_size`` keys are read in turn, keeping a
-    running maximum, sum and output per query. Autograd works through it (and then keeps every
-    tile for the backward pass).
+    running maximum, sum and output per query; a few ``(..., block_size, block_size)`` tiles
+    exist at a time. Autograd works through it (and then keeps every tile for the backward
+    pass).
 
     Args:
         query: ``(..., T_q, d_k)``.
@@ -87,12 +88,13 @@ def tiled_attention(
     output = query.new_empty((*query.shape[:-1], value.shape[-1]))   # (..., T_q, d_v)
     for first_row in range(0, query.shape[-2], block_size):
         rows = slice(first_row, first_row + block_size)
-        q_block = query[..., rows, :].to(work_dtype) * scale         # (..., B_q, d_k)
+        q_block = query[..., rows, :].to(work_dtype) * scale         # (..., τ_q, d_k)
+        # The block is float32 for half-precision inputs, rounded to the output's dtype here.
         output[..., rows, :] = _attend_block(q_block, key, value, first_row, block_size, is_causal)
     return output
 
 
-# %% book/chapters/09_efficient_attention.md, cell 24
+# %% book/chapters/09_efficient_attention.md, cell 26
 from attention_book._checks import check_int, check_qkv, check_real
 
 
