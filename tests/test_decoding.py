@@ -9,6 +9,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 from transformers import LlamaConfig, LlamaForCausalLM
 from transformers.cache_utils import DynamicCache
 from transformers.models.llama.modeling_llama import LlamaAttention, LlamaRotaryEmbedding
@@ -166,6 +168,88 @@ def test_the_cache_writes_in_place_and_doubles_when_full():
         assert (next_pointer != pointer) == (next_capacity != capacity)  # a new buffer only to grow
 
 
+@settings(max_examples=30, deadline=None)
+@given(prompt=st.integers(1, 40), steps=st.integers(0, 300))
+def test_the_doublings_copy_fewer_than_2T_positions(prompt, steps):
+    """Positions moved to a new buffer, counted by its address, while T = prompt + steps fill it."""
+    cache, copied = KVCache(), 0
+    cache.append(torch.zeros(1, 1, prompt, 2), torch.zeros(1, 1, prompt, 2))
+    for _ in range(steps):
+        address, held = cache.keys.data_ptr(), len(cache)
+        cache.append(torch.zeros(1, 1, 1, 2), torch.zeros(1, 1, 1, 2))
+        copied += held if cache.keys.data_ptr() != address else 0
+    T = prompt + steps
+    assert copied == cache.capacity - prompt < 2 * T
+
+
+class _NewStorage(TorchDispatchMode):
+    """Bytes of the new storages the aten ops create (views and in-place writes create none)."""
+
+    def __init__(self):
+        super().__init__()
+        self.bytes = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        seen = {t.untyped_storage().data_ptr() for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
+        out = func(*args, **(kwargs or {}))
+        for t in tree_leaves(out):
+            if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in seen:
+                seen.add(t.untyped_storage().data_ptr())
+                self.bytes += t.untyped_storage().nbytes()
+        return out
+
+
+def test_the_storage_counter_sees_copies_and_not_views():
+    x = torch.zeros(1000)
+    with _NewStorage() as views:
+        x[:10].view(2, 5).transpose(0, 1)
+        x[:10] = 1.0
+    with _NewStorage() as copies:
+        x.repeat_interleave(2)
+    assert views.bytes == 0 and copies.bytes >= 8000
+
+
+@pytest.mark.parametrize("T_new", [1, 2])
+def test_a_step_does_not_copy_the_cache(T_new):
+    """On the CPU: one token (no mask) or a chunk (a bottom-right mask) after 4097 cached positions."""
+    torch.manual_seed(0)
+    layer = CausalSelfAttention(64, 8, num_kv_heads=2).eval()
+    x = randn(1, 4100, 64)
+    with torch.no_grad():
+        cache = KVCache()
+        layer(x[:, :4096], cache=cache)
+        layer(x[:, 4096:4097], cache=cache)  # the buffer doubles here, not in the measured step
+        cache_bytes = 2 * cache.keys.numel() * cache.keys.element_size()
+        with _NewStorage() as new:
+            layer(x[:, 4097:4097 + T_new], cache=cache)
+        with _NewStorage() as repeated:  # what a copy of the cache's heads would cost
+            cache.keys.repeat_interleave(4, dim=1)
+            cache.values.repeat_interleave(4, dim=1)
+    assert new.bytes < cache_bytes / 4 < repeated.bytes
+
+
+def test_in_place_writes_break_a_backward_so_the_cache_refuses_gradients():
+    buffer = torch.zeros(1, 1, 4, 2)
+    first = randn(1, 1, 3, 2).requires_grad_()
+    buffer[:, :, :3] = first
+    out = torch.nn.functional.scaled_dot_product_attention(randn(1, 1, 1, 2), buffer[:, :, :3], buffer[:, :, :3])
+    buffer[:, :, 3:] = randn(1, 1, 1, 2)  # the next step's write
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+    layer = CausalSelfAttention(16, 4, num_kv_heads=2)
+    cache = KVCache()
+    with pytest.raises(RuntimeError, match=r"^keys and values\b.*no_grad"):
+        layer(randn(1, 3, 16), cache=cache)
+    with pytest.raises(RuntimeError, match=r"^keys and values\b.*no_grad"):
+        cache.append(randn(1, 2, 3, 4), randn(1, 2, 3, 4).requires_grad_())
+    assert len(cache) == 0
+    with torch.no_grad():
+        layer(randn(1, 3, 16), cache=cache)
+    cache.append(randn(1, 2, 1, 4), randn(1, 2, 1, 4))  # nothing requires gradients: accepted
+    assert len(cache) == 4
+
+
+@torch.no_grad()
 def test_an_empty_input_appends_nothing():
     layer = CausalSelfAttention(16, 4, num_kv_heads=2)
     cache = KVCache()
@@ -259,6 +343,7 @@ def test_bad_input_names_x(x, error):
         CausalSelfAttention(16, 4)(x)
 
 
+@torch.no_grad()
 def test_a_cache_that_does_not_fit_names_cache():
     layer = CausalSelfAttention(16, 4, num_kv_heads=2)
     with pytest.raises(TypeError, match=r"^cache\b.*KVCache"):
@@ -282,9 +367,14 @@ def test_bad_appends_name_keys_or_values():
         cache.append(torch.zeros(1, 2, 3, 4), torch.zeros(1, 2, 3, 4, dtype=torch.long))
     with pytest.raises(ValueError, match=r"^keys and values\b"):
         cache.append(torch.zeros(1, 2, 3, 4), torch.zeros(1, 2, 2, 4))
+    with pytest.raises(TypeError, match=r"^values\b.*float64.*float32"):  # on the first call too
+        cache.append(torch.zeros(1, 2, 3, 4), torch.zeros(1, 2, 3, 4, dtype=torch.float64))
+    with pytest.raises(ValueError, match=r"^values\b.*meta"):
+        cache.append(torch.zeros(1, 2, 3, 4), torch.zeros(1, 2, 3, 4, device="meta"))
+    assert len(cache) == 0 and cache.keys is None
     cache.append(torch.zeros(1, 2, 3, 4), torch.zeros(1, 2, 3, 6))
     with pytest.raises(ValueError, match=r"^values\b"):
         cache.append(torch.zeros(1, 2, 1, 4), torch.zeros(1, 2, 1, 4))
-    with pytest.raises(TypeError, match=r"^keys\b"):
-        cache.append(torch.zeros(1, 2, 1, 4, dtype=torch.float64), torch.zeros(1, 2, 1, 6))
+    with pytest.raises(TypeError, match=r"^keys\b.*float32"):  # not the cache's dtype
+        cache.append(torch.zeros(1, 2, 1, 4, dtype=torch.float64), torch.zeros(1, 2, 1, 6, dtype=torch.float64))
     assert len(cache) == 3

@@ -5,7 +5,7 @@
 __all__ = ['KVCache', 'CausalSelfAttention']
 
 
-# %% book/chapters/10_generating_text.md, cell 17
+# %% book/chapters/10_generating_text.md, cell 19
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -22,7 +22,13 @@ class KVCache:
     cache. ``len(cache)`` is the number of cached positions; ``keys`` and ``values`` are
     ``(N, h_kv, T, d_k)`` views (``None`` while empty); ``capacity`` is the length of the buffer;
     ``next_position`` is the position of the next token (``len(cache)`` here; a cache that drops
-    old positions, such as a sliding window, returns more).
+    old positions, such as a sliding window, returns more). ``keys`` and ``values`` must hold the
+    positions in order, the newest last, when several tokens are appended at once: the causal
+    mask of ``CausalSelfAttention`` assumes it.
+
+    For inference only: the buffer is written in place, so keys and values that require
+    gradients are refused while gradients are recorded; decode under ``torch.no_grad()`` or
+    ``torch.inference_mode()``.
     """
 
     def __init__(self) -> None:
@@ -57,10 +63,11 @@ class KVCache:
             ``(N, h_kv, T, d_v)``, views of the buffer (valid until the next ``append``).
 
         Raises:
-            TypeError: ``keys`` or ``values`` is not a floating tensor, or not of the cache's
-                dtype.
-            ValueError: they are not 4-D, differ in ``N``, ``h_kv`` or ``T_new``, or do not fit
-                the cached ones (``N``, ``h_kv``, ``d_k``, ``d_v``, device).
+            TypeError: ``keys`` or ``values`` is not a floating tensor, the two differ in
+                dtype, or they are not of the cache's dtype.
+            ValueError: they are not 4-D, differ in ``N``, ``h_kv``, ``T_new`` or device, or do
+                not fit the cached ones (``N``, ``h_kv``, ``d_k``, ``d_v``, device).
+            RuntimeError: they require gradients while gradients are recorded.
         """
         _check_append(self, keys, values)
         start, end = self._length, self._length + keys.shape[2]
@@ -81,7 +88,7 @@ class KVCache:
         self._keys, self._values = new_keys, new_values
 
 
-# %% book/chapters/10_generating_text.md, cell 19
+# %% book/chapters/10_generating_text.md, cell 21
 class CausalSelfAttention(nn.Module):
     """Causal self-attention with rotary positions, grouped-query heads and a KV cache.
 
@@ -89,6 +96,13 @@ class CausalSelfAttention(nn.Module):
     ``(d_model -> h_kv * d_k)``, ``o_proj`` ``(h * d_k -> d_model)``, with
     ``d_k = d_model / num_heads``; ``load_state_dict`` takes the state dict of transformers'
     ``LlamaAttention``. Query head ``c`` uses key/value head ``c // (num_heads // num_kv_heads)``.
+    The outputs equal ``LlamaAttention``'s for its default rotary embedding (no ``rope_scaling``),
+    ``head_dim = d_model / num_heads``, and no padding: the module takes no attention mask, so all
+    the sequences of a batch have the same length.
+
+    Attention runs in ``F.scaled_dot_product_attention(..., enable_gqa=True)``. Its default CPU
+    kernel reads each shared key/value head in place; its math kernel, which a GPU falls back to
+    in float32 or when a mask is given, repeats them ``h / h_kv`` times.
 
     Args:
         d_model: width of the inputs and outputs.
@@ -130,6 +144,8 @@ class CausalSelfAttention(nn.Module):
                 ``KVCache``, or holds another dtype.
             ValueError: ``x`` is not ``(N, T, d_model)``; ``cache`` holds another batch size,
                 or keys of another shape or device.
+            RuntimeError: ``cache`` is given while gradients are recorded and the keys require
+                them (the weights or ``x`` do): decode under ``torch.no_grad()``.
         """
         _check_forward(self, x, cache)
         start = 0 if cache is None else cache.next_position
@@ -154,7 +170,7 @@ def _causal_attention(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)  # (N, h, T_q, d_k)
 
 
-# %% book/chapters/10_generating_text.md, cell 21
+# %% book/chapters/10_generating_text.md, cell 23
 from attention_book._checks import check_floating, check_int, check_real, check_tokens
 
 
@@ -200,6 +216,16 @@ def _check_append(cache: "KVCache", keys: object, values: object) -> None:
         raise ValueError(
             f"keys and values must be (N, h_kv, T_new, d) with the same N, h_kv and T_new, "
             f"got keys {tuple(keys.shape)} and values {tuple(values.shape)}"
+        )
+    if values.dtype != keys.dtype:
+        raise TypeError(f"values have dtype {values.dtype}, keys {keys.dtype}: they must match")
+    if values.device != keys.device:
+        raise ValueError(f"values are on {values.device}, keys on {keys.device}: they must match")
+    if torch.is_grad_enabled() and (keys.requires_grad or values.requires_grad):
+        raise RuntimeError(
+            "keys and values require gradients: a KVCache writes each step into its buffer in "
+            "place, and a backward through one step fails once a later step has written; "
+            "decode under torch.no_grad() or torch.inference_mode()"
         )
     _check_fits("keys", cache.keys, tuple(keys.shape), keys.dtype, keys.device)
     _check_fits("values", cache.values, tuple(values.shape), values.dtype, values.device)
