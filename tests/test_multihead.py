@@ -6,6 +6,8 @@ import re
 import pytest
 import torch
 import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch import nn
 
 from attention_book import MultiHeadAttention, merge_heads, padding_mask, split_heads
@@ -37,19 +39,24 @@ def randn(*shape, seed, dtype=torch.float32):
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
 
 
-def float64_reference(module, query, key, value, keep=None):
-    """Multi-head attention written out in float64 with an explicit loop over heads."""
+def float64_reference(module, query, key, value, allowed=None):
+    """Multi-head attention written out in float64 with an explicit loop over heads.
+
+    ``allowed``: bool, broadcastable to (N, T_q, T_k), True = may attend; a query with no
+    allowed key gets a zero context.
+    """
     d = module.d_k
     q, k, v = (x.double() for x in (query, key, value))
     proj = lambda layer, x: x @ layer.weight.double().T + layer.bias.double()  # noqa: E731
     Q, K, V = proj(module.q_proj, q), proj(module.k_proj, k), proj(module.v_proj, v)
     heads = []
-    for i in range(module.num_heads):
-        cols = slice(i * d, (i + 1) * d)
+    for c in range(module.num_heads):
+        cols = slice(c * d, (c + 1) * d)
         scores = Q[..., cols] @ K[..., cols].transpose(-2, -1) / math.sqrt(d)  # (N, T_q, T_k)
-        if keep is not None:
-            scores = scores.masked_fill(~keep[:, None, :], float("-inf"))
-        heads.append(torch.softmax(scores, dim=-1) @ V[..., cols])  # (N, T_q, d_k)
+        if allowed is not None:
+            scores = scores.masked_fill(~allowed, float("-inf"))
+        weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # a row with no key: zeros
+        heads.append(weights @ V[..., cols])  # (N, T_q, d_k)
     return proj(module.out_proj, torch.cat(heads, dim=-1))
 
 
@@ -96,11 +103,12 @@ def test_self_attention_equals_torch_fast_path():
     ours, reference = pair(32, 4)
     x = randn(2, 6, 32, seed=5)
     keep = padding_mask([6, 3], 6)
-    with torch.no_grad():
+    with torch.no_grad(), torch.profiler.profile() as profile:
         expected, _ = reference(x, x, x, key_padding_mask=~keep, need_weights=False)
-        got, _ = ours(x, mask=keep[:, None, None, :])
-    torch.testing.assert_close(got[:, :3], expected[:, :3])  # fast path leaves padded queries undefined
-    torch.testing.assert_close(got[0], expected[0])
+    assert any("_native_multi_head_attention" in event.key for event in profile.key_averages())
+    with torch.no_grad():
+        got, _ = ours(x, key_padding_mask=keep)
+    torch.testing.assert_close(got, expected)  # every row, the padded queries' too
 
 
 @pytest.mark.parametrize("need_weights", [True, False])
@@ -110,7 +118,7 @@ def test_float64_equals_reference_loop(need_weights):
     memory = randn(2, 5, 24, seed=7, dtype=torch.float64)
     keep = padding_mask([5, 2], 5)
     got, _ = ours(query, memory, mask=keep[:, None, None, :], need_weights=need_weights)
-    expected = float64_reference(ours, query, memory, memory, keep)
+    expected = float64_reference(ours, query, memory, memory, keep[:, None, :])
     torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
     expected_torch, _ = reference(query, memory, memory, key_padding_mask=~keep)
     torch.testing.assert_close(got, expected_torch, rtol=1e-12, atol=1e-12)
@@ -145,19 +153,55 @@ def test_key_and_value_defaults():
     torch.testing.assert_close(module(x, memory)[0], module(x, memory, memory)[0])
 
 
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
 @pytest.mark.parametrize("need_weights", [True, False])
-def test_fully_masked_query_gives_bias_not_nan(dtype, need_weights):
+def test_fully_masked_query_gives_bias_not_nan(dtype, need_weights, device):
     torch.manual_seed(0)
-    module = MultiHeadAttention(16, 4).to(dtype).eval()
-    x = randn(2, 5, 16, seed=13).to(dtype)
-    mask = torch.ones(5, 5, dtype=torch.bool)
+    module = MultiHeadAttention(16, 4).to(device, dtype).eval()
+    x = randn(2, 5, 16, seed=13).to(device, dtype)
+    mask = torch.ones(5, 5, dtype=torch.bool, device=device)
     mask[2] = False  # query 2 may attend to nothing
     out, weights = module(x, mask=mask, need_weights=need_weights)
     assert not out.isnan().any()
     torch.testing.assert_close(out[:, 2], module.out_proj.bias.expand(2, 16))
     if need_weights:
-        assert torch.equal(weights[:, :, 2], torch.zeros(2, 4, 5, dtype=dtype))
+        assert torch.equal(weights[:, :, 2], torch.zeros(2, 4, 5, dtype=dtype, device=device))
+
+
+QUERY_2_SEES_NOTHING = torch.ones(5, 5, dtype=torch.bool).index_fill(0, torch.tensor([2]), 0)  # (T_q, T_k)
+NO_KEY = {  # masks that leave some queries no key at all, and which outputs those are
+    "query 2 of every sequence": (dict(mask=QUERY_2_SEES_NOTHING), (slice(None), 2)),
+    "sequence 1 all padding": (dict(key_padding_mask=padding_mask([5, 0], 5)), (1, slice(None))),
+}
+
+
+@pytest.mark.parametrize("case", list(NO_KEY))
+def test_fused_path_zeroes_a_query_with_no_key_whatever_the_kernel_returns(monkeypatch, case):
+    """A kernel that returned NaN for a query with no key (as some CUDA kernels have) changes nothing."""
+    import attention_book.multihead
+
+    sdpa = F.scaled_dot_product_attention
+
+    def nan_kernel(q, k, v, attn_mask=None, **kwargs):
+        out = sdpa(q, k, v, attn_mask=attn_mask, **kwargs)  # (N, h, T_q, d_k)
+        no_key = ~attn_mask.any(dim=-1, keepdim=True)       # broadcasts to (N, h, T_q, 1)
+        return out.masked_fill(no_key, float("nan"))
+
+    masks, no_key_rows = NO_KEY[case]
+    torch.manual_seed(0)
+    module = MultiHeadAttention(16, 4).eval()
+    x = randn(2, 5, 16, seed=13)
+    expected, _ = module(x, need_weights=True, **masks)  # the teaching path zeroes them itself
+    monkeypatch.setattr(attention_book.multihead.F, "scaled_dot_product_attention", nan_kernel)
+    got, _ = module(x, **masks)
+    assert not got.isnan().any()
+    torch.testing.assert_close(got, expected)
+    bias = module.out_proj.bias.expand_as(got[no_key_rows])
+    torch.testing.assert_close(got[no_key_rows], bias)
 
 
 def test_fully_padded_sequence_does_not_nan():
@@ -623,7 +667,7 @@ def test_is_causal_with_mask_is_refused(module):
         module(x, is_causal=1)
 
 
-# --- what h heads cost, and what one head cannot do (chapter 6) --------------------------------
+# --- what h heads cost, and what one head can only blend (chapter 6) --------------------------------
 
 
 @pytest.mark.parametrize("N, T, d_model", [(2, 16, 48), (1, 7, 24)])
@@ -641,38 +685,101 @@ def test_h_heads_cost_the_flops_of_one_head_but_h_times_the_weights(N, T, d_mode
         assert weights.shape == (N, h, T, T)
 
 
-def _one_hot_heads(relations, d_k, T, beta):
-    """A bias-free module whose head c matches query i with key j as relations[c] says.
+T_SENTENCE, POSITIONS, CONTENT = 6, 8, 8  # tokens; one-hot position features, then content
+D_CONTENT = POSITIONS + CONTENT
 
-    relations: one (query map, key map) pair of (d_k, d_model) matrices per head; values are
-    the one-hot positions and W^O is the identity, so the output shows what each head took.
+
+def _with_content(content):
+    """Token j's input: its one-hot position e_j, then its content u_j: (1, T, 16)."""
+    return torch.cat([torch.eye(T_SENTENCE, POSITIONS), content], dim=-1)[None]
+
+
+def _position_module(num_heads, beta, value_weight, out_weight):
+    """Queries and keys read positions only: the previous token (rows 0-7), token 0 (rows 8-15).
+
+    With one head, q_i . k_j = beta for j = i - 1 and for j = 0 (i >= 2); with two heads, head 0
+    matches the previous token and head 1 token 0.
     """
-    h = len(relations)
-    module = MultiHeadAttention(h * d_k, h, bias=False).requires_grad_(False)
-    module.q_proj.weight.copy_(beta * torch.cat([q for q, _ in relations]))
-    module.k_proj.weight.copy_(torch.cat([k for _, k in relations]))
-    module.v_proj.weight.copy_(torch.cat([torch.eye(d_k, h * d_k)] * h))
-    module.out_proj.weight.copy_(torch.eye(h * d_k))
-    x = torch.eye(T, h * d_k)[None]  # (1, T, d_model): token i is e_i
-    return module(x, need_weights=True)
+    position = torch.eye(POSITIONS, D_CONTENT)  # x_j -> e_j
+    previous = position.roll(1, dims=0)         # x_j -> e_{j+1}: q_i . k_j = 1 for j = i - 1
+    every_to_first = torch.zeros(POSITIONS, D_CONTENT)
+    every_to_first[0, :T_SENTENCE] = 1.0        # q_i = e_0 for every i
+    first_only = torch.zeros(POSITIONS, D_CONTENT)
+    first_only[0, 0] = 1.0                      # k_j = e_0 for j = 0 only
+    module = MultiHeadAttention(D_CONTENT, num_heads, bias=False).requires_grad_(False)
+    module.q_proj.weight.copy_(beta * torch.cat([position, every_to_first]))
+    module.k_proj.weight.copy_(torch.cat([previous, first_only]))
+    module.v_proj.weight.copy_(value_weight)
+    module.out_proj.weight.copy_(out_weight)
+    return module
 
 
-def test_one_head_blends_two_relations_that_two_heads_deliver_in_full():
-    """Previous token and token 0: two heads give each at full strength, one head halves them."""
-    T, d_k = 6, 8
-    eye = torch.eye(d_k, 2 * d_k)
-    previous = eye.roll(1, dims=0)  # k_j = e_{j+1}: q_i . k_j is 1 for j = i - 1
-    every_to_first = torch.zeros(d_k, 2 * d_k)
-    every_to_first[0, :T] = 1.0  # q_i = e_0 for every i
-    first_only = torch.zeros(d_k, 2 * d_k)
-    first_only[0, 0] = 1.0  # k_j = e_0 for j = 0 only
-    rows = torch.arange(2, T)
-    out, _ = _one_hot_heads([(eye, previous), (every_to_first, first_only)], d_k, T, beta=40.0)
-    torch.testing.assert_close(out[0, rows, :d_k], torch.eye(d_k)[rows - 1], atol=1e-3, rtol=0)
-    torch.testing.assert_close(out[0, rows, d_k:], torch.eye(d_k)[[0]].expand(len(rows), -1), atol=1e-3, rtol=0)
-    both_q, both_k = torch.cat([eye, every_to_first]), torch.cat([previous, first_only])  # one head, d_k = 16
-    for beta in (1.0, 10.0, 100.0):
-        _, weights = _one_hot_heads([(both_q, both_k)], 2 * d_k, T, beta)
-        w_previous, w_first = weights[0, 0, rows, rows - 1], weights[0, 0, rows, 0]
-        assert (torch.minimum(w_previous, w_first) <= 0.5).all()
-    torch.testing.assert_close(w_previous, torch.full_like(w_previous, 0.5), atol=1e-6, rtol=0)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("beta", [1.0, 10.0, 100.0])
+def test_one_position_head_passes_on_only_a_blend_of_the_two_contents(beta, seed):
+    """Weights from positions only: the contents reach the output through sum_j w_ij u_j, so
+    u_{i-1} += w_i0 delta, u_0 -= w_{i,i-1} delta leaves it unchanged, whatever W^V and W^O."""
+    g = torch.Generator().manual_seed(seed)
+    content = torch.randn(T_SENTENCE, CONTENT, generator=g)  # (T, 8)
+    random_v, random_o = torch.randn(2, D_CONTENT, D_CONTENT, generator=g)
+    one = _position_module(1, beta, random_v, random_o)
+    out, weights = one(_with_content(content), need_weights=True)  # (1, T, 16), (1, 1, T, T)
+    for i in range(2, T_SENTENCE):
+        w_previous, w_first = weights[0, 0, i, i - 1], weights[0, 0, i, 0]
+        assert w_previous == w_first and w_previous > 0.1  # equal scores, both keys attended
+        delta = 3 * torch.randn(CONTENT, generator=g)
+        changed = content.clone()
+        changed[i - 1] += w_first * delta
+        changed[0] -= w_previous * delta
+        for need_weights in (True, False):
+            changed_out, changed_weights = one(_with_content(changed), need_weights=need_weights)
+            torch.testing.assert_close(changed_out[0, i], out[0, i], atol=1e-4, rtol=1e-5)
+            assert changed_weights is None or torch.equal(changed_weights, weights)  # contents: no effect
+        assert (one(_with_content(changed))[0][0, 1] - out[0, 1]).abs().max() > 1e-2  # other queries see it
+    if beta == 100.0:
+        half = torch.full((T_SENTENCE - 2,), 0.5)
+        torch.testing.assert_close(weights[0, 0, 2:, 0], half, atol=1e-6, rtol=0)
+
+
+def test_two_position_heads_deliver_both_contents_and_see_them_swapped():
+    """The same q_proj and k_proj split into two heads: u_{i-1} and u_0, each in its own columns."""
+    g = torch.Generator().manual_seed(3)
+    content = torch.randn(T_SENTENCE, CONTENT, generator=g)  # (T, 8)
+    read_content = torch.eye(CONTENT, D_CONTENT).roll(POSITIONS, dims=1)  # x_j -> u_j
+    two = _position_module(2, 100.0, torch.cat([read_content, read_content]), torch.eye(D_CONTENT))
+    one = _position_module(1, 100.0, *torch.randn(2, D_CONTENT, D_CONTENT, generator=g))
+    rows = torch.arange(2, T_SENTENCE)
+    out = two(_with_content(content))[0][0]  # (T, 16)
+    torch.testing.assert_close(out[rows, :CONTENT], content[rows - 1], atol=1e-4, rtol=0)
+    torch.testing.assert_close(out[rows, CONTENT:], content[[0]].expand(len(rows), -1), atol=1e-4, rtol=0)
+    swapped = content.clone()
+    swapped[[0, 2]] = content[[2, 0]]  # token 0 and token 2, the previous token of i = 3
+    out_swapped = two(_with_content(swapped))[0][0]
+    torch.testing.assert_close(out_swapped[3], torch.cat([content[0], content[2]]), atol=1e-4, rtol=0)
+    torch.testing.assert_close(one(_with_content(swapped))[0][0, 3], one(_with_content(content))[0][0, 3],
+                               atol=1e-4, rtol=1e-5)
+
+
+# --- random shapes, dtypes and masks against float64 ---------------------------------------
+
+
+TOLERANCE = {torch.float64: 1e-12, torch.float32: 1e-5, torch.float16: 1e-2, torch.bfloat16: 5e-2}
+
+
+@settings(max_examples=40, deadline=None)
+@given(N=st.integers(1, 3), T_q=st.integers(1, 6), T_k=st.integers(1, 6), h=st.sampled_from([1, 2, 4]),
+       d_k=st.integers(1, 4), dtype=st.sampled_from(list(TOLERANCE)), need_weights=st.booleans(),
+       causal=st.booleans(), seed=st.integers(0, 2**16))
+def test_property_against_float64(N, T_q, T_k, h, d_k, dtype, need_weights, causal, seed):
+    """key_padding_mask (which may leave a query no key), is_causal, cross-attention, any path."""
+    torch.manual_seed(seed)
+    g = torch.Generator().manual_seed(seed)
+    module = MultiHeadAttention(h * d_k, h).to(dtype).eval()
+    query = torch.randn(N, T_q, h * d_k, generator=g).to(dtype)   # (N, T_q, d_model)
+    memory = torch.randn(N, T_k, h * d_k, generator=g).to(dtype)  # (N, T_k, d_model)
+    keep = torch.rand(N, T_k, generator=g) < 0.7                  # (N, T_k): may remove every key
+    allowed = keep[:, None, :] & (torch.ones(T_q, T_k, dtype=torch.bool).tril() if causal else True)
+    got, _ = module(query, memory, key_padding_mask=keep, is_causal=causal, need_weights=need_weights)
+    expected = float64_reference(module, query, memory, memory, allowed)  # (N, T_q, d_model)
+    assert not got.isnan().any()
+    torch.testing.assert_close(got.double(), expected, atol=TOLERANCE[dtype], rtol=TOLERANCE[dtype])

@@ -41,7 +41,7 @@ def merge_heads(x: Tensor) -> Tensor:
     return x.permute(0, 2, 1, 3).reshape(N, T, h * d_k)  # (N, T, d_model)
 
 
-# %% book/chapters/06_multihead_attention.md, cell 35
+# %% book/chapters/06_multihead_attention.md, cell 37
 from functools import reduce
 
 import torch.nn.functional as F
@@ -106,7 +106,8 @@ class MultiHeadAttention(nn.Module):
           ``N == T_q``: pass it as ``key_padding_mask``.
 
         Masks given together combine: a key must be allowed by each. A query that may
-        attend to nothing gets a zero context (its output is ``out_proj.bias``), never NaN.
+        attend to nothing gets a zero context (its output is ``out_proj.bias``), never NaN: on
+        the fused path the module zeroes that context itself, whatever the kernel returns.
 
         Returns:
             ``(output, weights)``: output ``(N, T_q, d_model)``; with ``need_weights=True``
@@ -138,6 +139,8 @@ class MultiHeadAttention(nn.Module):
             heads = F.scaled_dot_product_attention(  # (N, h, T_q, d_k)
                 q, k, v, attn_mask=allowed, dropout_p=p, is_causal=is_causal and not build_causal
             )
+            if allowed is not None:  # a query with no key: a zero context, whatever the kernel gave
+                heads = heads.masked_fill(~allowed.any(dim=-1, keepdim=True), 0.0)  # (N, h, T_q, d_k)
             return self.out_proj(merge_heads(heads)), None  # (N, T_q, d_model)
         heads, weights = scaled_dot_product_attention(q, k, v, allowed)  # (N, h, T_q, d_k), (N, h, T_q, T_k)
         if p > 0.0:
@@ -146,7 +149,7 @@ class MultiHeadAttention(nn.Module):
         return self.out_proj(merge_heads(heads)), weights  # (N, T_q, d_model), (N, h, T_q, T_k)
 
 
-# %% book/chapters/06_multihead_attention.md, cell 37
+# %% book/chapters/06_multihead_attention.md, cell 39
 from attention_book._checks import broadcasts_to, check_probability, check_tokens
 
 
