@@ -93,6 +93,25 @@ def test_bad_sizes_name_the_setting(hidden_size, heads, error, name):
         BertSelfAttention(BertConfig(hidden_size=hidden_size, num_attention_heads=heads))
 
 
+@pytest.mark.parametrize(
+    "dropout, error",
+    [("0.1", TypeError), (None, TypeError), (True, TypeError), (1.5, ValueError), (1.0, ValueError),
+     (-0.1, ValueError), (float("nan"), ValueError)],
+)
+def test_bad_dropout_probability_names_the_setting(dropout, error):
+    with pytest.raises(error, match=r"^attention_probs_dropout_prob\b"):
+        BertSelfAttention(BertConfig(16, 4, dropout))
+
+
+def test_dropout_probability_of_any_real_type_is_accepted():
+    import numpy as np
+
+    for dropout, expected in [(0, 0.0), (np.float64(0.25), 0.25), (0.1, 0.1)]:
+        layer = BertSelfAttention(BertConfig(16, 4, dropout))
+        assert type(layer.dropout.p) is float and layer.dropout.p == expected
+    assert BertSelfAttention(transformers.BertConfig(hidden_size=16, num_attention_heads=4)).dropout.p == 0.1
+
+
 def test_module_does_not_import_transformers():
     """The package needs only torch: transformers is for the book and the tests."""
     tree = ast.parse(inspect.getsource(attention_book.bert))
@@ -311,13 +330,25 @@ def test_wrong_attention_mask_shape(layer_and_input):
 
 
 def test_wrong_attention_mask_rank(layer_and_input):
+    """Only 4-D: (T,), (N, T) and 3-D masks are refused, even those that would broadcast."""
     layer, x = layer_and_input
-    for shape in [(5,), (1, 5), (2, 5)]:  # (T,) or (N, T): the extended mask is (N, 1, 1, T)
-        with pytest.raises(ValueError, match=r"^attention_mask\b.*" + re.escape(str(shape))):
+    for shape in [(5,), (1, 5), (2, 5), (1, 1, 5), (2, 1, 5), (2, 5, 5), (1, 1, 1, 1, 5)]:
+        with pytest.raises(ValueError, match=r"^attention_mask\b.*" + re.escape(str(shape)) + r".*4-D"):
             layer(x, torch.zeros(shape))
-    # 3-D masks that broadcast are fine: the same mask for every sequence
-    (context,) = layer(x, torch.zeros(1, 1, 5))
+    (context,) = layer(x, torch.zeros(1, 1, 1, 5))  # 4-D and broadcastable: fine
     assert torch.equal(context, layer(x)[0])
+
+
+def test_per_sequence_3d_mask_rejected_when_batch_equals_heads():
+    """(N, 1, T) with N == h would broadcast as (h, 1, T): head 0 of sequence 1 would see its padding."""
+    layer = random_layer(hidden_size=8, heads=2)
+    x = torch.randn(2, 4, 8, generator=torch.Generator().manual_seed(9))  # N = h = 2
+    mask = extended_attention_mask(torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0]]))  # (N, 1, 1, T)
+    assert torch.broadcast_shapes(mask[:, 0].shape, (2, 2, 4, 4)) == (2, 2, 4, 4)  # it would fit
+    with pytest.raises(ValueError, match=r"^attention_mask\b.*\(2, 1, 4\)"):
+        layer(x, mask[:, 0])
+    _, probs = layer(x, mask, output_attentions=True)  # the 4-D form: sequence 1's padding only
+    assert (probs[1, :, :, 2:] == 0).all() and (probs[0] > 0).all()
 
 
 @pytest.mark.parametrize(
@@ -550,9 +581,10 @@ def test_numpy_integer_sizes_are_accepted():
 # --- heads that park their weight on [CLS] (chapter 7) ------------------------------------------
 
 
-def test_minilm_heads_that_park_on_cls_find_a_short_value_there(minilm):
+def test_minilm_cls_value_is_small_where_heads_park_and_almost_everywhere_after_layer_0(minilm):
     """Over every real query: where a head gives [CLS] and [SEP] more than half of its weight,
-    [CLS]'s value vector is less than a fifth as long as an average word's."""
+    [CLS]'s value vector has less than a fifth of a word's norm; after layer 0 that holds in
+    59 of 60 heads, whether they park or not."""
     from attention_book import split_heads
 
     tokenizer, model = minilm
@@ -565,32 +597,53 @@ def test_minilm_heads_that_park_on_cls_find_a_short_value_there(minilm):
     with torch.no_grad():
         out = model(**batch, output_attentions=True, output_hidden_states=True)
     ids, real = batch["input_ids"], batch["attention_mask"].bool()  # (N, T)
-    special = (ids == tokenizer.cls_token_id) | (ids == tokenizer.sep_token_id)
-    words = real & ~special
-    assert (ids[:, 0] == tokenizer.cls_token_id).all()
+    is_cls, is_sep = ids == tokenizer.cls_token_id, ids == tokenizer.sep_token_id
+    words = real & ~(is_cls | is_sep)
+    assert is_cls[:, 0].all() and (ids[~real] == tokenizer.pad_token_id).all()
     weights = torch.stack(out.attentions)  # (L, N, h, T, T)
     assert weights.masked_select(real[None, :, None, :, None] & real[None, :, None, None, :]).min() > 0
-    share = ((weights * special[None, :, None, None, :]).sum(-1) * real[None, :, None, :]).sum((1, 3))
-    share = share / real.sum()  # (L, h): mean over the real queries
+
+    def share_on(keys):  # (L, h): mean over the real queries
+        return ((weights * keys[None, :, None, None, :]).sum(-1) * real[None, :, None, :]).sum((1, 3)) / real.sum()
+
+    share, cls_share = share_on(is_cls | is_sep), share_on(is_cls)
     ratio = torch.empty_like(share)
     for number, layer in enumerate(model.encoder.layer):
         with torch.no_grad():
             value = split_heads(layer.attention.self.value(out.hidden_states[number]), 12)  # (N, h, T, d_k)
-        length = value.norm(dim=-1)  # (N, h, T)
-        word_mean = (length * words[:, None, :]).sum(-1) / words.sum(-1)[:, None]
-        ratio[number] = (length[:, :, 0] / word_mean).mean(0)
+        norm = value.norm(dim=-1)  # (N, h, T)
+        word_mean = (norm * words[:, None, :]).sum(-1) / words.sum(-1)[:, None]
+        ratio[number] = (norm[:, :, 0] / word_mean).mean(0)
     parking = share > 0.5
-    assert parking.sum() > 30 and share.max() > 0.85 and (share.mean(-1)[1:5] > 0.52).all()
+    assert parking.sum() == 42 and (share.mean(-1)[1:5] > 0.52).all() and share_on(is_sep).max() < 0.2
+    top_share, top_head = share.flatten().topk(2)
+    assert [divmod(int(k), 12) for k in top_head] == [(4, 5), (2, 7)] and (top_share > 0.905).all()
+    assert cls_share[parking].min() > 0.39
     assert ratio[parking].max() < 0.2
-    assert (ratio[1:] > 0.5).nonzero().tolist() == [[2, 11]] and share[3].argmin() == 11
+    after_layer_0 = ratio[1:]
+    assert (after_layer_0 < 0.2).sum() == 59 and after_layer_0[~parking[1:]].median() < 0.1
+    assert (after_layer_0 > 0.5).nonzero().tolist() == [[2, 11]]
 
 
 def test_transformers_5_bert_self_attention_is_self_attention_only():
     """5.x: a cache argument, cross-attention in its own class, no head_mask, no relative positions."""
     from transformers.models.bert import modeling_bert
 
-    assert int(transformers.__version__.split(".")[0]) == 5
+    assert transformers.__version__.split(".")[0] == "5"
     parameters = list(inspect.signature(modeling_bert.BertSelfAttention.forward).parameters)
     assert parameters == ["self", "hidden_states", "attention_mask", "cache", "kwargs"]
     assert hasattr(modeling_bert, "BertCrossAttention")
     assert "relative_key" not in inspect.getsource(modeling_bert)
+
+
+def test_installed_transformers_is_in_the_range_of_the_bert_extra():
+    """The [bert] extra allows only the releases whose API chapter 7 and these tests assert."""
+    import tomllib
+    from pathlib import Path
+
+    from packaging.requirements import Requirement
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())
+    (requirement,) = [Requirement(r) for r in pyproject["project"]["optional-dependencies"]["bert"]]
+    assert requirement.name == "transformers"
+    assert requirement.specifier.contains(transformers.__version__), (requirement, transformers.__version__)

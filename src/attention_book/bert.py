@@ -58,7 +58,7 @@ def extended_attention_mask(attention_mask: Tensor, dtype: torch.dtype = torch.f
     return torch.where(keep, zero, minimum)  # (N, 1, 1, T): +0 keeps, finfo.min removes
 
 
-# %% book/chapters/07_bert_self_attention.md, cell 13
+# %% book/chapters/07_bert_self_attention.md, cell 15
 import math
 
 from torch import nn
@@ -78,20 +78,22 @@ class BertSelfAttention(nn.Module):
 
     Raises:
         TypeError: ``hidden_size`` or ``num_attention_heads`` is not an int (``numbers.Integral``,
-            such as ``numpy.int64``, is accepted).
-        ValueError: ``hidden_size`` or ``num_attention_heads`` is not positive, or
-            ``hidden_size`` is not a multiple of ``num_attention_heads``.
+            such as ``numpy.int64``, is accepted), or ``attention_probs_dropout_prob`` is not a
+            real number.
+        ValueError: ``hidden_size`` or ``num_attention_heads`` is not positive,
+            ``hidden_size`` is not a multiple of ``num_attention_heads``, or
+            ``attention_probs_dropout_prob`` is outside ``[0, 1)``.
     """
 
     def __init__(self, config) -> None:
         super().__init__()
-        self.hidden_size, self.num_attention_heads = _check_config(config)  # d_model, h
+        self.hidden_size, self.num_attention_heads, dropout = _check_config(config)  # d_model, h, p
         self.attention_head_size = self.hidden_size // self.num_attention_heads  # d_k
         self.all_head_size = self.num_attention_heads * self.attention_head_size  # h * d_k = d_model
         self.query = nn.Linear(self.hidden_size, self.all_head_size)
         self.key = nn.Linear(self.hidden_size, self.all_head_size)
         self.value = nn.Linear(self.hidden_size, self.all_head_size)
-        self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
+        self.dropout = nn.Dropout(dropout)
 
     def transpose_for_scores(self, x: Tensor) -> Tensor:
         """Split the heads: ``(N, T, h * d_k) -> (N, h, T, d_k)``."""
@@ -108,7 +110,7 @@ class BertSelfAttention(nn.Module):
 
         Args:
             hidden_states: ``(N, T, d_model)`` with ``d_model = hidden_size``.
-            attention_mask: BERT's additive mask, of the dtype of ``hidden_states`` and
+            attention_mask: BERT's additive mask, of the dtype of ``hidden_states``, 4-D and
                 broadcastable to ``(N, h, T, T)``: ``extended_attention_mask``'s
                 ``(N, 1, 1, T)`` or ``transformers``' ``(N, 1, T, T)``. ``-inf`` entries (as
                 ``additive_mask`` gives) are allowed: a query row whose keys are all ``-inf``
@@ -126,8 +128,9 @@ class BertSelfAttention(nn.Module):
                 ``hidden_states`` of another dtype than the weights; a mask of another dtype
                 than ``hidden_states``.
             ValueError: ``hidden_states`` not ``(N, T, d_model)``; an ``attention_mask`` with a
-                positive value (a raw 0/1 mask, not the additive one), a NaN, or fewer than 3
-                dimensions; a mask that does not broadcast to ``(N, h, T, T)``.
+                positive value (a raw 0/1 mask, not the additive one), a NaN, or a shape other
+                than 4-D broadcastable to ``(N, h, T, T)`` (a 3-D ``(N, 1, T)`` would be read
+                as ``(h, 1, T)`` when ``N == h``); a ``head_mask`` that does not broadcast.
         """
         head_mask = _check_forward(self, hidden_states, attention_mask, head_mask)  # head_mask 4-D
 
@@ -147,8 +150,8 @@ class BertSelfAttention(nn.Module):
         return (context, probs) if output_attentions else (context,)
 
 
-# %% book/chapters/07_bert_self_attention.md, cell 15
-from attention_book._checks import broadcasts_to, check_int, check_tokens
+# %% book/chapters/07_bert_self_attention.md, cell 17
+from attention_book._checks import broadcasts_to, check_int, check_probability, check_tokens
 
 
 def _check_padding(attention_mask: object, dtype: object) -> None:
@@ -164,7 +167,7 @@ def _check_padding(attention_mask: object, dtype: object) -> None:
         raise ValueError("attention_mask must hold only 0 (padding) and 1 (real token)")
 
 
-def _check_config(config) -> tuple[int, int]:
+def _check_config(config) -> tuple[int, int, float]:
     hidden_size = check_int("hidden_size", config.hidden_size)
     num_heads = check_int("num_attention_heads", config.num_attention_heads)
     if hidden_size % num_heads != 0:
@@ -172,7 +175,8 @@ def _check_config(config) -> tuple[int, int]:
             f"The hidden size ({hidden_size}) is not a multiple of the number of "
             f"attention heads ({num_heads})"
         )
-    return hidden_size, num_heads
+    dropout = check_probability("attention_probs_dropout_prob", config.attention_probs_dropout_prob)
+    return hidden_size, num_heads, dropout
 
 
 def _check_attention_mask(mask: object, dtype: torch.dtype, scores_shape: tuple) -> None:
@@ -195,11 +199,12 @@ def _check_attention_mask(mask: object, dtype: torch.dtype, scores_shape: tuple)
             f"BERT's additive extended mask (0 keeps, finfo.min removes), not the tokenizer's "
             f"0/1 mask; build it with extended_attention_mask(mask)"
         )
-    if mask.dim() < 3 or not broadcasts_to(mask.shape, scores_shape):
+    # Only 4-D: a 3-D (N, 1, T) would be read as (h, 1, T) when N == h.
+    if mask.dim() != 4 or not broadcasts_to(mask.shape, scores_shape):
         raise ValueError(
-            f"attention_mask of shape {tuple(mask.shape)} does not broadcast to the scores' "
-            f"shape (N, h, T, T) = {scores_shape} with at least 3 dimensions; "
-            f"extended_attention_mask gives (N, 1, 1, T)"
+            f"attention_mask of shape {tuple(mask.shape)} must be 4-D and broadcast to the "
+            f"scores' shape (N, h, T, T) = {scores_shape}; extended_attention_mask gives "
+            f"(N, 1, 1, T)"
         )
 
 
