@@ -99,12 +99,45 @@ def test_float16_scores_do_not_overflow_before_scaling():
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v), rtol=0, atol=1e-2)
 
 
-def test_minus_1e9_float_mask_in_float16_is_minus_inf_and_still_safe():
-    q, k, v = qkv((3, 4), (3, 4), 2, torch.float16)
-    mask = torch.tensor([[0.0, -1e9, 0.0], [-1e9, -1e9, -1e9], [0.0, 0.0, 0.0]])  # float32 mask
-    out, weights = scaled_dot_product_attention(q, k, v, mask)
-    assert weights.dtype == torch.float16 and not weights.isnan().any()
-    assert (weights[1] == 0).all() and weights[0, 1] == 0
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_float32_mask_is_added_in_float32_like_pytorch(dtype):
+    """A float32 -1e9 mask with half inputs: a partly masked row gets exact 0s; a fully masked
+    row is not -inf (the mask is not rounded to float16), so it gets uniform weights, as in
+    PyTorch."""
+    q, k, _ = qkv((3, 4), (3, 4), 2, dtype)
+    identity = torch.eye(3, dtype=dtype)  # values e_j: the output is the weights
+    mask = torch.tensor([[0.0, -1e9, 0.0], [-1e9, -1e9, -1e9], [0.0, 0.0, 0.0]])  # float32
+    out, weights = scaled_dot_product_attention(q, k, identity, mask)
+    assert weights.dtype == dtype and not weights.isnan().any()
+    assert weights[0, 1] == 0
+    torch.testing.assert_close(weights[1], torch.full((3,), 1 / 3, dtype=dtype))
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, identity, attn_mask=mask))
+
+
+def test_float32_bias_is_not_rounded_to_half():
+    """An ALiBi-style float32 bias at distances 300..304 keeps its differences of 0.5 with
+    bfloat16 inputs (rounded to bfloat16 it would be -150, -150, -151, -152, -152)."""
+    bias = -0.5 * torch.arange(300.0, 305.0)[None]  # (T_q, T_k) = (1, 5), float32
+    q, k = torch.zeros(1, 4, dtype=torch.bfloat16), torch.zeros(5, 4, dtype=torch.bfloat16)
+    identity = torch.eye(5, dtype=torch.bfloat16)   # values e_j: the output is the weights
+    _, weights = scaled_dot_product_attention(q, k, identity, bias)
+    exact = torch.softmax(bias.double(), dim=-1)    # (1, 5): 0.4287, 0.2600, 0.1577, ...
+    torch.testing.assert_close(weights.double(), exact, atol=4e-3, rtol=0)
+    torch.testing.assert_close(weights, F.scaled_dot_product_attention(q, k, identity, attn_mask=bias))
+    rounded = torch.softmax(bias.to(torch.bfloat16).double(), dim=-1)  # the bias rounded first
+    assert (rounded - exact).abs().max() > 0.04  # what rounding the mask would have cost
+
+
+def test_float16_large_float32_bias_keeps_its_differences():
+    """A float32 bias of 1000 + (0, 0.3, ..., 1.2) with float16 inputs: float16 would round the
+    steps of 0.3 to multiples of 0.5."""
+    bias = (1000 + 0.3 * torch.arange(5.0))[None]  # (1, 5), float32
+    q, k = torch.zeros(1, 4, dtype=torch.float16), torch.zeros(5, 4, dtype=torch.float16)
+    identity = torch.eye(5, dtype=torch.float16)
+    _, weights = scaled_dot_product_attention(q, k, identity, bias)
+    exact = torch.softmax(bias.double(), dim=-1)
+    torch.testing.assert_close(weights.double(), exact, atol=1e-3, rtol=0)
+    torch.testing.assert_close(weights, F.scaled_dot_product_attention(q, k, identity, attn_mask=bias))
 
 
 def test_gradients_match_pytorch():
@@ -237,6 +270,23 @@ def test_half_precision_is_computed_in_float32(dtype):
     torch.testing.assert_close(out.double(), ref_out, rtol=0, atol=atol)
     torch.testing.assert_close(weights.double(), ref_weights, rtol=0, atol=atol)
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v), rtol=0, atol=atol)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("seed", range(3))
+def test_half_precision_output_is_rounded_once(dtype, seed):
+    """Scores, softmax and weighted sum in float32, one rounding at the end: within half a unit
+    in the last place of the float64 result (weights rounded to the half dtype first miss it)."""
+    g = torch.Generator().manual_seed(seed)
+    q, k = (torch.randn(4, 8, 16, generator=g).to(dtype) for _ in range(2))  # spread weights
+    v = (100 * torch.randn(4, 8, 1, generator=g)).to(dtype)  # (N, T_k, d_v): large values
+    out, _ = scaled_dot_product_attention(q, k, v)
+    ref, _ = reference(q, k, v)  # float64, from the rounded half inputs
+    significand_bits = {torch.float16: 10, torch.bfloat16: 7}[dtype]
+    ulp = 2.0 ** (torch.floor(torch.log2(ref.abs())) - significand_bits)  # of ref, in the half dtype
+    assert ((out.double() - ref).abs() <= 0.5 * ulp + 1e-4).all()
+    twice = (reference(q, k, v)[1].to(dtype).double() @ v.double()).to(dtype)  # weights rounded first
+    assert ((twice.double() - ref).abs() > 0.5 * ulp + 1e-4).any()  # the test can tell them apart
 
 
 @pytest.mark.parametrize("shape_q, d_v", [((3, 4), 5), ((2, 3, 4), 5), ((2, 2, 3, 4), 1)])

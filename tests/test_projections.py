@@ -1,6 +1,7 @@
 """Chapter 2's claims about where Q, K and V come from: self- and cross-attention, the score as
-a bilinear form (one shared projection makes it symmetric), and any scores through the package's
-float mask with ``scale=0`` (the additive-attention exercise)."""
+a bilinear form (one shared projection makes it symmetric and positive semidefinite, which bounds
+what it can learn), and any scores through the package's float mask with ``scale=0`` (the
+additive-attention exercise)."""
 
 import torch
 from hypothesis import given, settings
@@ -32,17 +33,30 @@ def test_a_changed_token_changes_every_row_of_self_attention_and_one_row_of_cros
 
 
 @settings(max_examples=50, deadline=None)
-@given(seed=st.integers(0, 2**16), d_model=st.integers(1, 8), d_k=st.integers(1, 8))
-def test_one_shared_projection_gives_symmetric_scores_that_cannot_make_a_cycle(seed, d_model, d_k):
-    """s_ij = x_i W W^T x_j^T = s_ji; so s_01 - s_02 + s_12 - s_10 + s_20 - s_21 = 0, and not
-    every token of a 3-cycle can prefer its successor to the other token."""
-    x, W = randn(3, d_model, seed=seed), randn(d_model, d_k, seed=seed + 1)
-    scores = (x @ W) @ (x @ W).T  # (3, 3)
-    torch.testing.assert_close(scores, scores.T)
-    successor, predecessor = torch.tensor([1, 2, 0]), torch.tensor([2, 0, 1])
-    margins = scores[range(3), successor] - scores[range(3), predecessor]  # (3,)
-    assert abs(margins.sum().item()) < 1e-9 * (1 + scores.abs().max().item())
-    assert margins.min() <= 1e-9 * (1 + scores.abs().max().item())
+@given(
+    seed=st.integers(0, 2**16),
+    d_model=st.integers(1, 8),
+    d_k=st.integers(1, 8),
+    spread=st.sampled_from([0.1, 1.0, 10.0]),
+)
+def test_one_shared_projection_gives_successors_a_third_at_most(seed, d_model, d_k, spread):
+    """With K = Q = xW the scores are symmetric and positive semidefinite, so the weights that 3
+    tokens give their successors in a cycle have a product of at most 1/27 (AM-GM, chapter 2)."""
+    x, W = randn(3, d_model, seed=seed), spread * randn(d_model, d_k, seed=seed + 1)
+    _, weights = scaled_dot_product_attention(x @ W, x @ W, x)  # (3, 3)
+    assert weights[range(3), [1, 2, 0]].prod() <= 1 / 27 + 1e-12
+
+
+def test_the_bound_of_one_third_needs_more_than_symmetry_and_is_reached():
+    """Symmetric but indefinite scores (10 off the diagonal, -20 on it) give every successor 1/2;
+    one shared projection W = 0 (equal scores) reaches the bound 1/27 exactly."""
+    symmetric = torch.full((3, 3), 10.0, dtype=torch.float64).fill_diagonal_(-20.0)
+    torch.testing.assert_close(torch.softmax(symmetric, dim=-1)[range(3), [1, 2, 0]],
+                               torch.full((3,), 0.5, dtype=torch.float64))
+    assert torch.linalg.eigvalsh(symmetric).min() < 0  # not positive semidefinite
+    x, W = randn(3, 6, seed=4), torch.zeros(6, 4, dtype=torch.float64)
+    _, weights = scaled_dot_product_attention(x @ W, x @ W, x)  # (3, 3): uniform
+    torch.testing.assert_close(weights[range(3), [1, 2, 0]].prod().item(), 1 / 27)
 
 
 def test_two_projections_make_every_token_attend_to_the_next():

@@ -5,7 +5,7 @@
 __all__ = ['scaled_dot_product_attention']
 
 
-# %% book/chapters/02_scaled_dot_product_attention.md, cell 31
+# %% book/chapters/02_scaled_dot_product_attention.md, cell 33
 import math
 
 import torch
@@ -22,7 +22,8 @@ def scaled_dot_product_attention(
     Args:
         query, key, value: ``(..., T_q, d_k)``, ``(..., T_k, d_k)``, ``(..., T_k, d_v)``.
         mask: optional, broadcastable to ``(..., T_q, T_k)``. Bool: True = may attend.
-            Floating: cast to the inputs' dtype (so -1e9 is ``-inf`` in float16), then added.
+            Floating: added to the scores in the dtype they are computed in (float32 for
+            float16 and bfloat16 inputs), as PyTorch does; ``-inf`` removes a key.
         scale: a finite real number that multiplies the scores; default ``1 / sqrt(d_k)``.
 
     Returns:
@@ -40,7 +41,7 @@ def scaled_dot_product_attention(
         if mask.dtype == torch.bool:
             scores = scores.masked_fill(~mask, float("-inf"))  # (..., T_q, T_k)
         else:
-            scores = scores + mask.to(query.dtype).to(work)  # (..., T_q, T_k)
+            scores = scores + mask.to(work)  # (..., T_q, T_k)
     no_key = (scores == float("-inf")).all(dim=-1, keepdim=True)  # (..., T_q, 1): all masked
     weights = torch.softmax(scores.masked_fill(no_key, 0), dim=-1).masked_fill(no_key, 0)  # (..., T_q, T_k)
     output = weights @ value.to(work)  # (..., T_q, d_v)
