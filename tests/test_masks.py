@@ -90,7 +90,7 @@ def test_causal_mask_of_an_empty_sequence_is_empty(T_q, T_k):
 @pytest.mark.parametrize(
     "lengths",
     [[3, 1, 2], (3, 1, 2), torch.tensor([3, 1, 2]), torch.tensor([3, 1, 2], dtype=torch.int32),
-     [np.int64(3), 1, 2]],
+     [np.int64(3), 1, 2], np.array([3, 1, 2]), np.array([3, 1, 2], dtype=np.uint8)],
 )
 def test_padding_mask_marks_real_tokens(lengths):
     mask = padding_mask(lengths)
@@ -120,6 +120,8 @@ def test_padding_mask_rows_are_prefixes_of_the_right_length(lengths, extra):
         (torch.tensor([2, -1]), 3, "lengths"),
         ([2, 5], 4, "lengths"),
         (torch.tensor([[1, 2]]), None, "lengths"),
+        (np.array([[1, 2]]), None, "lengths"),
+        (np.array([2, -1]), 3, "lengths"),
         ([], None, "lengths"),
         ([0, 0], None, "lengths"),
         ([1, 2], 0, "max_len"),
@@ -139,6 +141,8 @@ def test_padding_mask_rejects_bad_values(lengths, max_len, name):
         ([2.0, 1.0], None, "lengths"),
         ([True, 2], None, "lengths"),
         (3, None, "lengths"),
+        (np.array([2.0, 1.0]), None, "lengths"),
+        (np.array([True, False]), None, "lengths"),
         ([1, 2], 3.0, "max_len"),
     ],
 )
@@ -234,25 +238,60 @@ def test_minus_1e9_is_minus_inf_in_float16_only(dtype):
     assert converted.isinf().item() == (dtype == torch.float16)
 
 
-@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-def test_float32_finfo_min_mask_on_a_fully_masked_row(dtype):
-    """A float mask is cast to the scores' dtype: float32's finfo.min is -inf in float16 and
-    bfloat16 (zero weights and output), finite in float32 and float64 (uniform weights)."""
+# What a fully masked row gets from a float mask filled with -1e9, -inf or finfo.min, made in
+# the inputs' dtype or in float32: the mask is added in float32 for half inputs, so only -inf
+# (exact in every dtype) finds the row empty; a finite fill either swamps the scores (uniform)
+# or, where the spacing of the sum is fine enough, keeps them (the unmasked softmax).
+FILL_OUTCOMES = {  # (inputs' dtype, mask's dtype or "own", fill) -> fully masked row
+    (torch.float64, "own", "-1e9"): "unmasked",  # -1e9 + s keeps s to ~1e-7
+    (torch.float32, "own", "-1e9"): "uniform",   # float32 spacing near 1e9 is 64
+    (torch.float16, "own", "-1e9"): "zeros",     # -1e9 is -inf in float16
+    (torch.bfloat16, "own", "-1e9"): "uniform",  # -9.98e8 in bfloat16, swamps in float32
+    (torch.float64, "own", "finfo.min"): "uniform",
+    (torch.float32, "own", "finfo.min"): "uniform",
+    (torch.float16, "own", "finfo.min"): "unmasked",  # -65504 in float32: spacing 2^-8
+    (torch.bfloat16, "own", "finfo.min"): "uniform",
+    (torch.float64, torch.float32, "-1e9"): "unmasked",
+    (torch.float32, torch.float32, "-1e9"): "uniform",
+    (torch.float16, torch.float32, "-1e9"): "uniform",  # finite in float32, where it is added
+    (torch.bfloat16, torch.float32, "-1e9"): "uniform",
+    (torch.float64, torch.float32, "finfo.min"): "uniform",
+    (torch.float32, torch.float32, "finfo.min"): "uniform",
+    (torch.float16, torch.float32, "finfo.min"): "uniform",  # not rounded to float16's -inf
+    (torch.bfloat16, torch.float32, "finfo.min"): "uniform",
+} | {(dtype, mask_dtype, "-inf"): "zeros" for dtype in FLOAT_DTYPES for mask_dtype in ("own", torch.float32)}
+
+
+@pytest.mark.parametrize(
+    "dtype, mask_dtype, fill", list(FILL_OUTCOMES),
+    ids=[f"{str(d)[6:]}-mask_{str(m).removeprefix('torch.')}-{f}" for d, m, f in FILL_OUTCOMES],
+)
+def test_fill_values_on_a_fully_masked_row_match_pytorch(dtype, mask_dtype, fill):
     q = randn(2, 3, 4, seed=15, dtype=dtype)  # (N, T_q, d_k)
     k = randn(2, 5, 4, seed=16, dtype=dtype)  # (N, T_k, d_k)
-    v = randn(2, 5, 3, seed=17, dtype=dtype)  # (N, T_k, d_v)
-    mask = torch.full((3, 5), torch.finfo(torch.float32).min)  # float32, every key masked
-    out, weights = scaled_dot_product_attention(q, k, v, mask)
-    if dtype in (torch.float16, torch.bfloat16):
-        ref_out, ref_weights = reference(q, k, v, torch.zeros(3, 5, dtype=torch.bool))
-        assert (ref_weights == 0).all()
-    else:  # float64 softmax of scores + finfo.min: every score rounds to finfo.min
-        scores = q.double() @ k.double().transpose(-2, -1) / 2 + float(torch.finfo(torch.float32).min)
-        ref_weights = torch.softmax(scores, dim=-1)
-        ref_out = ref_weights @ v.double()
-        torch.testing.assert_close(ref_weights, torch.full((2, 3, 5), 0.2, dtype=torch.float64))
-    torch.testing.assert_close(weights.double(), ref_weights, atol=1e-6, rtol=0)
-    torch.testing.assert_close(out.double(), ref_out, atol=1e-5, rtol=0)
+    identity = torch.eye(5, dtype=dtype).expand(2, 5, 5)  # (N, T_k, T_k): values e_j, output = weights
+    mask_dtype = dtype if mask_dtype == "own" else mask_dtype
+    value = {"-1e9": -1e9, "-inf": -math.inf, "finfo.min": torch.finfo(mask_dtype).min}[fill]
+    allowed = torch.ones(3, 5, dtype=torch.bool)
+    allowed[1] = False          # query 1: fully masked
+    allowed[0, 2:] = False      # query 0: partly masked
+    mask = torch.zeros(3, 5, dtype=torch.float64).masked_fill(~allowed, value).to(mask_dtype)  # (T_q, T_k)
+    _, weights = scaled_dot_product_attention(q, k, identity, mask)  # (N, T_q, T_k)
+    theirs = F.scaled_dot_product_attention(q, k, identity, attn_mask=mask)
+    atol = {torch.float16: 2e-3, torch.bfloat16: 8e-3}.get(dtype, 1e-6)
+    torch.testing.assert_close(weights, theirs, atol=atol, rtol=0)
+    assert not weights.isnan().any()
+    assert (weights[:, 0, 2:] == 0).all()  # a partly masked row: its masked keys get exactly 0
+    full = weights[:, 1].double()          # (N, T_k): the fully masked row
+    expected = FILL_OUTCOMES[dtype, "own" if mask_dtype == dtype else mask_dtype, fill]
+    if expected == "zeros":
+        assert (full == 0).all()
+    elif expected == "uniform":
+        torch.testing.assert_close(full, torch.full_like(full, 0.2), atol=atol, rtol=0)
+    else:  # the softmax of the scores, as if there were no mask
+        unmasked = reference(q, k, identity)[1][:, 1]   # (N, T_k), float64
+        torch.testing.assert_close(full, unmasked, atol=4e-3 if dtype == torch.float16 else 1e-6, rtol=0)
+        assert (unmasked - 0.2).abs().max() > 0.05  # not uniform: the two outcomes differ
 
 
 def test_no_output_depends_on_a_later_token():
@@ -267,7 +306,7 @@ def test_no_output_depends_on_a_later_token():
     for t in range(T - 1):
         changed = x.clone()
         changed[t + 1:] = torch.randn(T - t - 1, d, generator=generator)
-        torch.testing.assert_close(attend(changed)[: t + 1], attend(x)[: t + 1], rtol=0, atol=1e-6)
+        assert torch.equal(attend(changed)[: t + 1], attend(x)[: t + 1])  # exactly: weights of 0
         assert (attend(changed)[t + 1:] - attend(x)[t + 1:]).abs().max() > 1e-3
 
 

@@ -6,8 +6,6 @@ __all__ = ['causal_mask', 'padding_mask', 'mask_from_blocked', 'additive_mask']
 
 
 # %% book/chapters/05_masked_attention.md, cell 17
-from collections.abc import Sequence
-
 import torch
 from torch import Tensor
 
@@ -25,8 +23,9 @@ def causal_mask(T_q: int, T_k: int | None = None, *, device=None) -> Tensor:
     Returns:
         A bool tensor ``(T_q, T_k)``, True = may attend, equal to ``torch.tril`` of ones.
         When ``T_q != T_k`` it is aligned top-left, like PyTorch's ``is_causal=True``:
-        query ``i`` sees keys ``0..i`` (for decoding with a cache, where the last query must
-        see every key, use the bottom-right alignment ``tril(diagonal=T_k - T_q)``).
+        query ``i`` sees keys ``0..i``. (When the queries are the last ``T_q`` of the ``T_k``
+        positions, as in decoding with a cache, use the bottom-right alignment
+        ``tril(diagonal=T_k - T_q)``.)
 
     Raises:
         TypeError: ``T_q`` or ``T_k`` is not an int.
@@ -37,12 +36,16 @@ def causal_mask(T_q: int, T_k: int | None = None, *, device=None) -> Tensor:
     return torch.ones(T_q, T_k, dtype=torch.bool, device=device).tril()  # (T_q, T_k)
 
 
+# %% book/chapters/05_masked_attention.md, cell 21
+from collections.abc import Sequence
+
+
 def padding_mask(lengths: Tensor | Sequence[int], max_len: int | None = None) -> Tensor:
     """The padding mask of a batch of sequences padded at the end.
 
     Args:
-        lengths: the real length of each sequence, a 1-D integer tensor ``(N,)`` or a
-            sequence of ints, each between 0 and ``max_len``.
+        lengths: the real length of each sequence, a 1-D integer tensor or numpy array
+            ``(N,)``, or a sequence of ints, each between 0 and ``max_len``.
         max_len: the padded length ``T``; defaults to ``max(lengths)``.
 
     Returns:
@@ -60,6 +63,7 @@ def padding_mask(lengths: Tensor | Sequence[int], max_len: int | None = None) ->
     return positions < lengths[:, None]  # (N, T)
 
 
+# %% book/chapters/05_masked_attention.md, cell 23
 def mask_from_blocked(blocked: Tensor) -> Tensor:
     """Convert a 0/1 mask where 1 = masked (the notes' form) to True = may attend.
 
@@ -78,16 +82,19 @@ def mask_from_blocked(blocked: Tensor) -> Tensor:
     return blocked == 0
 
 
+# %% book/chapters/05_masked_attention.md, cell 25
 def additive_mask(allowed: Tensor, *, dtype: torch.dtype = torch.float32) -> Tensor:
     """Convert a bool mask (True = may attend) to an additive one: 0 keeps, -inf removes.
 
     Args:
         allowed: a bool tensor, any shape, True = may attend.
-        dtype: the floating dtype of the result (that of the scores it is added to).
+        dtype: the floating dtype of the result.
 
     Returns:
         A tensor of ``allowed``'s shape and device: 0 where True, ``-inf`` where False.
-        ``-inf`` is exact in every floating dtype, unlike -1e9 (``-inf`` in float16 anyway).
+        ``-inf`` is exact in every floating dtype, and a row of it is one that
+        ``scaled_dot_product_attention`` recognises as fully masked (zero weights); a finite
+        fill such as -1e9 or ``finfo.min`` is not.
 
     Raises:
         TypeError: ``allowed`` is not a bool tensor, or ``dtype`` is not floating.
@@ -97,9 +104,14 @@ def additive_mask(allowed: Tensor, *, dtype: torch.dtype = torch.float32) -> Ten
     return zeros.masked_fill(~allowed, float("-inf"))
 
 
-# %% book/chapters/05_masked_attention.md, cell 19
+# %% book/chapters/05_masked_attention.md, cell 27
+import numpy as np
+
+
 def _checked_lengths(lengths: object, max_len: object) -> tuple[Tensor, int]:
     """``lengths`` as a 1-D int64 tensor, and ``max_len`` (default: the longest) as an int."""
+    if isinstance(lengths, np.ndarray) and lengths.dtype.kind in "iu":  # signed, unsigned ints
+        lengths = torch.from_numpy(lengths.astype(np.int64))
     if isinstance(lengths, Tensor):
         if lengths.dtype == torch.bool or lengths.is_floating_point() or lengths.is_complex():
             raise TypeError(f"lengths must hold integers, got a tensor of dtype {lengths.dtype}")
@@ -107,7 +119,8 @@ def _checked_lengths(lengths: object, max_len: object) -> tuple[Tensor, int]:
             raise ValueError(f"lengths must be 1-D (N,), got shape {tuple(lengths.shape)}")
     elif not isinstance(lengths, Sequence) or isinstance(lengths, str):
         raise TypeError(
-            f"lengths must be a 1-D integer tensor or a sequence of ints, got {type(lengths).__name__}"
+            f"lengths must be a 1-D integer tensor or array, or a sequence of ints, "
+            f"got {type(lengths).__name__}"
         )
     else:
         lengths = torch.tensor([check_int("lengths", n, minimum=None) for n in lengths], dtype=torch.long)
