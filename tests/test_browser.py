@@ -15,7 +15,9 @@ declare ``lang="zh-CN"`` and their text is drawn with a CJK font; figures keep a
 background in dark mode; the print stylesheet does not cut figures. Screenshots of pages of
 both editions are saved to ``_build/screenshots/``. Static checks of the HTML (no external
 scripts, styles or fonts; every public name of the package in the API page; the language
-links and attributes) need no browser and run first.
+links and attributes; the interface labels that Sphinx, the theme and the extensions write, in
+the language of the edition) need no browser and run first; the labels that their scripts
+write are checked in the browser.
 """
 
 from __future__ import annotations
@@ -149,6 +151,80 @@ def test_every_page_links_to_itself_in_the_other_edition(edition):
 
 
 EXTERNAL = re.compile(r"^(https?:)?//", re.I)
+
+# --- the interface: labels written by Sphinx, the theme and the extensions, not the page's text --
+CJK = re.compile(r"[\u4e00-\u9fff]")
+# (what, CSS selector, attribute or None for the element's text). A cross-reference's title
+# (a.reference) and a <link>'s title name a page: they are text.
+INTERFACE = [
+    ("tooltips", "[title]:not(a.reference):not(link)", "title"),
+    ("tooltips", "[data-bs-title]", "data-bs-title"),
+    ("labels for screen readers", "[aria-label]", "aria-label"),
+    ("placeholders", "[placeholder]", "placeholder"),
+    ("button icons", ".btn img[alt]", "alt"),
+    ("button texts", ".btn__text-container, .search-button__default-text", None),
+    ("exercise titles", ".exercise > .admonition-title > .caption-number", None),
+    ("solution titles", ".solution > .admonition-title", None),
+    ("hidden code cells", "details.hide > summary > .admonition-title", None),
+    ("previous and next page", ".prev-next-subtitle", None),
+    ("the page's contents", ".onthispage", None),
+]
+# What only the scripts write, once the page has loaded.
+SCRIPTED_INTERFACE = [
+    ("tooltips", "[data-bs-original-title]", "data-bs-original-title"),
+    ("toggle hints", "[data-toggle-hint]", "data-toggle-hint"),
+    ("copy buttons", "[data-tooltip]", "data-tooltip"),
+    ("search results", "#search-results > h2, #search-results > .search-summary", None),
+]
+# sphinx-togglebutton's hints, given to its script in the page.
+TOGGLE_HINTS = re.compile(r"let toggleHint(?:Show|Hide) = '([^']*)';")
+NAMES = {"Colab", ".ipynb", ".md", ".pdf"}  # the same in every language
+
+
+def _language_of(element) -> str | None:
+    tag = element if element.get("lang") else element.find_parent(lang=True)
+    return tag.get("lang") if tag else None
+
+
+def _interface_labels(soup: BeautifulSoup, interface=INTERFACE) -> dict[str, list[str]]:
+    """{what: labels} of a page's interface, names and parts in another language (the link to
+    the other edition) left out."""
+    language = soup.find("html").get("lang")
+    labels: dict[str, list[str]] = {}
+    for what, selector, attribute in interface:
+        for element in soup.select(selector):
+            text = " ".join((element.get(attribute) if attribute else element.get_text(" ")).split())
+            if text and text not in NAMES and _language_of(element) == language:
+                labels.setdefault(what, []).append(text)
+    for script in soup.find_all("script"):
+        labels.setdefault("toggle hints", []).extend(TOGGLE_HINTS.findall(script.text))
+    return {what: found for what, found in labels.items() if found}
+
+
+def _in_the_wrong_language(labels: dict[str, list[str]], edition: str) -> dict[str, list[str]]:
+    """The labels without Chinese on a Chinese page, or with Chinese on an English one."""
+    wrong = {what: sorted({label for label in found if bool(CJK.search(label)) != (edition == "zh")})
+             for what, found in labels.items()}
+    return {what: found for what, found in wrong.items() if found}
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_interface_labels_are_in_the_language_of_the_edition(edition):
+    """Tooltips, buttons, "Solution", "Show code cell source", ...: English on English pages,
+    Chinese on Chinese pages, on every page."""
+    kinds, wrong = set(), {}
+    for path in _site_pages(edition):
+        soup = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+        if soup.find("html") is None:  # the redirect index.html
+            continue
+        labels = _interface_labels(soup)
+        kinds |= set(labels)
+        wrong |= {f"{path.relative_to(HTML)}: {what}": found
+                  for what, found in _in_the_wrong_language(labels, edition).items()}
+    assert not wrong, f"interface labels not in the language of the edition: {wrong}"
+    expected = {what for what, _, _ in INTERFACE} | {"toggle hints"}
+    assert kinds == expected, f"kinds of labels not found in the book: {expected - kinds}"
+
 
 
 def test_no_page_loads_anything_from_the_internet():
@@ -356,6 +432,37 @@ def test_chinese_search_finds_the_masking_chapter(browser, site):
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     shot = SCREENSHOTS / "zh-search.png"
     assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+
+
+def _chapter_with(*selectors: str) -> str:
+    for page in CHAPTER_PAGES:
+        soup = _soup(page)
+        if all(soup.select(selector) for selector in selectors):
+            return page
+    raise AssertionError(f"no chapter page has all of {selectors}")
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_interface_labels_once_the_scripts_ran(browser, site, edition):
+    """What the scripts write (toggle buttons, copy buttons, tooltips, search results) is in the
+    language of the edition too."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    page = _chapter_with(".solution", "details.hide", "div.highlight pre")
+    _open(browser, f"{site}/{EDITIONS[edition]}{page}.html")
+    live = BeautifulSoup(browser.execute_script("return document.documentElement.outerHTML"), "html.parser")
+    labels = _interface_labels(live, INTERFACE + SCRIPTED_INTERFACE)
+    assert {"tooltips", "toggle hints", "copy buttons", "solution titles", "hidden code cells"} <= set(labels), labels
+    assert not _in_the_wrong_language(labels, edition), _in_the_wrong_language(labels, edition)
+
+    query = {"en": "softmax", "zh": "掩码"}[edition]
+    assert _search(browser, f"{site}/{EDITIONS[edition]}search.html?q={query}")
+    WebDriverWait(browser, 60).until(lambda d: d.execute_script(
+        "const s = document.querySelector('#search-results > .search-summary'); return s && s.textContent;"))
+    live = BeautifulSoup(browser.execute_script("return document.documentElement.outerHTML"), "html.parser")
+    labels = _interface_labels(live, SCRIPTED_INTERFACE)
+    assert len(labels.get("search results", [])) == 2, labels
+    assert not _in_the_wrong_language(labels, edition), _in_the_wrong_language(labels, edition)
 
 
 def _language(driver) -> str:

@@ -9,20 +9,30 @@ paths (tools/editions.py builds them with `language = zh_CN`). This extension:
   JavaScript and wherever the site is published;
 - gives the Chinese edition its own title (`book_edition_titles`);
 - keeps display math out of the translation catalogs: math is shared by both editions;
-- translates the part captions of `_toc.yml`, which Sphinx alone would leave in English.
+- translates the part captions of `_toc.yml`, which Sphinx alone would leave in English;
+- translates the interface labels that Sphinx, the theme and the extensions leave in English on
+  a translated page (`INTERFACE_LABELS`): their message catalogs lack these labels, or cannot
+  be found for `zh_CN`, or the label is written without a catalog at all. The English edition
+  is unchanged: nothing here runs for it.
 
 Loaded through `sphinx.local_extensions` in `_config.yml`.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import tempfile
+from html import escape
 from pathlib import Path
 
 from docutils import nodes
+from myst_nb.sphinx_ import HideCodeCellNode
 from sphinx import addnodes
+from sphinx.locale import get_translation
 from sphinx.locale import init as init_locale
 from sphinx.transforms import SphinxTransform
+from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.i18n import docname_to_domain
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -33,6 +43,61 @@ LINKS = {
     "en": {"text": "中文", "lang": "zh-CN", "title": "本页的中文版"},
     "zh_CN": {"text": "English", "lang": "en", "title": "This page in English"},
 }
+# The book's own message catalog: the labels below that no package translates.
+CATALOG = "book_i18n"
+# Interface labels that stay English on a translated page, by the message catalog that
+# translates them: each completes the package's own catalog, with labels missing there.
+INTERFACE_LABELS = {
+    "zh_CN": {
+        "sphinx": {  # Sphinx's permalinks, and pydata-sphinx-theme's templates
+            "Link to this heading": "链接到此标题",
+            "Link to this definition": "链接到此定义",
+            "Link to this term": "链接到此术语",
+            "Link to this equation": "链接到此公式",
+            "Link to this image": "链接到此图片",
+            "Link to this table": "链接到此表格",
+            "Link to this code": "链接到此代码",
+            "Color mode": "颜色模式",
+            "System Settings": "跟随系统设置",
+        },
+        "booktheme": {  # sphinx-book-theme's buttons, and Jupyter Book's search_bar_text
+            "Launch interactive content": "启动交互式内容",
+            "Launch on": "启动于",
+            "logo": "标志",
+            "Source repositories": "源码库",
+            "Repository": "仓库",
+            "Open issue": "创建议题",
+            "Search this book...": "搜索本书……",
+        },
+        "exercise": {"Solution": "解答"},  # sphinx-exercise has only "Solution to"
+        # sphinx-togglebutton's own Chinese is in a folder named zh-cn, which gettext does not
+        # find for zh_CN.
+        "togglebutton": {"Click to show": "点击显示", "Click to hide": "点击隐藏"},
+        CATALOG: {
+            # myst-nb's hidden code cells ("Show code cell {type}")
+            **{f"{verb} code cell {part}": f"{verb_zh}代码单元格{part_zh}"
+               for verb, verb_zh in (("Show", "显示"), ("Hide", "隐藏"))
+               for part, part_zh in (("source", "源码"), ("content", "内容"),
+                                     ("output", "输出"), ("outputs", "输出"))},
+            # written in English by templates and scripts (FIXED_LABELS)
+            "Toggle hidden content": "显示或隐藏内容",
+            "Toggle primary sidebar": "显示或隐藏导航栏",
+            "Toggle secondary sidebar": "显示或隐藏目录",
+            "Main": "主导航",
+            "Page": "本页目录",
+        },
+    },
+}
+# Labels written without a catalog, as `attribute="label"`: by myst-nb's hidden code cells and
+# sphinx-book-theme's templates (sidebar toggles, navigation, the printed table of contents).
+FIXED_LABELS = (("aria-label", "Toggle hidden content"), ("title", "Toggle primary sidebar"),
+                ("title", "Toggle secondary sidebar"), ("aria-label", "Main"), ("aria-label", "Page"))
+# sphinx-togglebutton's script gives each toggle button an English label when the page loads;
+# this one, run after it, translates the label (arguments: the English, the translation, in JSON).
+TOGGLE_BUTTON_SCRIPT = """document.addEventListener("DOMContentLoaded", () => {{
+  for (const button of document.querySelectorAll(".toggle-button[aria-label]"))
+    if (button.getAttribute("aria-label") === {0}) button.setAttribute("aria-label", {1});
+}});"""
 
 
 def is_translation(language: str | None) -> bool:
@@ -88,6 +153,72 @@ class TranslateTocCaptions(SphinxTransform):
                 toctree.apply_translated_message(caption, translated)
 
 
+class TranslateHiddenCellPrompts(SphinxPostTransform):
+    """Translate the prompts of myst-nb's hidden code cells ("Show code cell source", ...).
+
+    myst-nb puts English words in them ({type}: source, outputs, ...), so they are translated
+    whole, after myst-nb has written them (priority 199).
+    """
+
+    default_priority = 200
+    formats = ("html",)
+
+    def run(self, **kwargs) -> None:
+        if not is_translation(self.config.language):
+            return
+        translate = get_translation(CATALOG)
+        for node in self.document.findall(HideCodeCellNode):
+            node["prompt_show"] = translate(node["prompt_show"])
+            node["prompt_hide"] = translate(node["prompt_hide"])
+
+
+def translate_fixed_labels(html: str) -> str:
+    """`html` with the FIXED_LABELS attributes in the edition's language.
+
+    Only an attribute's exact markup is replaced: a page's text cannot contain it, since its
+    quotes are written as `&quot;`.
+    """
+    translate = get_translation(CATALOG)
+    for attribute, english in FIXED_LABELS:
+        html = html.replace(f'{attribute}="{english}"', f'{attribute}="{escape(translate(english))}"')
+    return html
+
+
+def _add_interface_catalogs(app, language: str) -> None:
+    """Register INTERFACE_LABELS[language] as message catalogs (compiled here, read at once)."""
+    from babel.messages.catalog import Catalog
+    from babel.messages.mofile import write_mo
+
+    with tempfile.TemporaryDirectory() as folder:
+        for domain, labels in INTERFACE_LABELS[language].items():
+            catalog = Catalog(locale=language, domain=domain)
+            for english, translated in labels.items():
+                catalog.add(english, translated)
+            mo = Path(folder, language, "LC_MESSAGES", f"{domain}.mo")
+            mo.parent.mkdir(parents=True, exist_ok=True)
+            with mo.open("wb") as file:
+                write_mo(file, catalog)
+            app.add_message_catalog(domain, folder)
+
+
+def _translate_interface(app, config) -> None:
+    """The interface labels of a translated edition (before the extensions read their settings)."""
+    if config.language not in INTERFACE_LABELS:
+        return
+    _add_interface_catalogs(app, config.language)
+    # sphinx-togglebutton computes its hints when it is set up, before any catalog of ours.
+    toggle = get_translation("togglebutton")
+    config.togglebutton_hint = toggle(config.togglebutton_hint)
+    config.togglebutton_hint_hide = toggle(config.togglebutton_hint_hide)
+    options = config.html_theme_options
+    if "search_bar_text" in options:  # set by Jupyter Book, so the theme does not translate it
+        booktheme = get_translation("booktheme")
+        config.html_theme_options = {**options, "search_bar_text": booktheme(options["search_bar_text"])}
+    english = "Toggle hidden content"
+    script = TOGGLE_BUTTON_SCRIPT.format(json.dumps(english), json.dumps(get_translation(CATALOG)(english), ensure_ascii=False))
+    app.add_js_file(None, body=script, priority=600)  # after togglebutton.js (500)
+
+
 def _configure_edition(app, config) -> None:
     config.templates_path = [*config.templates_path, str(TEMPLATES)]
     config.html_static_path = [*config.html_static_path, str(STATIC)]
@@ -105,12 +236,16 @@ def _edition_link(app, pagename, templatename, context, doctree) -> None:
     link = dict(LINKS["zh_CN" if is_translation(app.config.language) else "en"])
     link["href"] = other_edition_href(pagename, app.config.language)
     context["book_edition_link"] = link
+    # templates/layout.html passes each page through it
+    context["book_fixed_labels"] = translate_fixed_labels if is_translation(app.config.language) else str
 
 
 def setup(app):
     app.add_config_value("book_edition_titles", {}, "html", dict)
     app.add_transform(KeepDisplayMathShared)
     app.add_transform(TranslateTocCaptions)
+    app.add_post_transform(TranslateHiddenCellPrompts)
+    app.connect("config-inited", _translate_interface, priority=400)
     app.connect("config-inited", _configure_edition)
     app.add_css_file("book_i18n.css")
     app.connect("html-page-context", _edition_link)
