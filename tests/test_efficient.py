@@ -10,16 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention_book import tiled_attention
-from attention_book._measure import median_times, peak_memory
+from attention_book._measure import CountMatmuls, median_times, peak_memory
 from references import attention_float64 as reference
+from references import qkv as seeded_qkv
 
 
 def qkv(shape_q, shape_k, d_v, dtype=torch.float64, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    q = torch.randn(shape_q, generator=g, dtype=torch.float64)
-    k = torch.randn(shape_k, generator=g, dtype=torch.float64)
-    v = torch.randn(shape_k[:-1] + (d_v,), generator=g, dtype=torch.float64)
-    return q.to(dtype), k.to(dtype), v.to(dtype)
+    return seeded_qkv(shape_q, shape_k, d_v, dtype, seed)  # float64 unless told
 
 
 def top_left_causal(t_q, t_k):
@@ -136,17 +133,6 @@ def test_gradient_through_a_single_key_and_a_dominant_score():
         expected = torch.autograd.grad(F.scaled_dot_product_attention(*theirs).sum(), theirs)
         for got, want in zip(grads, expected):
             torch.testing.assert_close(got, want, rtol=0, atol=1e-10)
-
-
-class CountMatmuls(torch.overrides.TorchFunctionMode):
-    def __init__(self):
-        super().__init__()
-        self.count = 0
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        if getattr(func, "__name__", "") in ("matmul", "__matmul__"):
-            self.count += 1
-        return func(*args, **(kwargs or {}))
 
 
 @pytest.mark.parametrize("t_q, t_k, block_size", [(1000, 1000, 128), (64, 100, 16), (100, 40, 16)])

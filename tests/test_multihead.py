@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from attention_book import MultiHeadAttention, merge_heads, padding_mask, split_heads
+from attention_book._measure import floor_forward
 
 
 def copy_from_torch(ours: MultiHeadAttention, reference: nn.MultiheadAttention) -> None:
@@ -646,6 +647,29 @@ def test_is_causal_with_key_padding_mask(need_weights):
     got, _ = ours(x, is_causal=True, key_padding_mask=keep, need_weights=need_weights)
     torch.testing.assert_close(got, expected)
 
+
+# --- the floor of the timings (attention_book._measure.floor_forward) ------------------------
+
+
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_floor_forward_equals_torch_with_the_same_weights(is_causal):
+    ours, reference = pair(16, 4, dtype=torch.float64)
+    x = randn(2, 7, 16, seed=35, dtype=torch.float64)
+    every_key = torch.ones(7, 7, dtype=torch.bool)
+    allowed = every_key.tril() if is_causal else every_key  # top-left, as PyTorch's is_causal
+    expected, _ = reference(x, x, x, attn_mask=~allowed)
+    torch.testing.assert_close(floor_forward(ours, x, is_causal=is_causal), expected, rtol=0, atol=1e-12)
+
+
+def test_floor_forward_checks_its_arguments():
+    ours, _ = pair(16, 4)
+    x = randn(1, 3, 16, seed=36)
+    with pytest.raises(TypeError, match="layer must have num_heads"):
+        floor_forward(nn.Linear(16, 16), x)
+    with pytest.raises(TypeError, match="is_causal"):
+        floor_forward(ours, x, is_causal=1)
+    with pytest.raises(ValueError, match=r"shape \(N, T, d_model\)"):
+        floor_forward(ours, randn(3, 16, seed=37))  # no batch dimension
 
 def test_is_causal_with_left_padding_gives_no_nan():
     """Left padding under a causal mask leaves the first queries no key: a zero context."""
