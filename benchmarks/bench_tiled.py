@@ -26,20 +26,12 @@ import sys
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
-from attention_book import MultiHeadAttention, merge_heads, split_heads
-from attention_book._measure import median_times, peak_memory
+from attention_book import MultiHeadAttention
+from attention_book._measure import floor_forward, median_times, peak_memory
 
 TILED_T, HEAD_DIM = 8192, 64
 MHA_T, D_MODEL, HEADS = 4096, 768, 12
-
-
-def floor(module: MultiHeadAttention, x: torch.Tensor) -> torch.Tensor:
-    """The least causal multi-head attention must do: four projections around the fused kernel."""
-    q, k, v = (split_heads(p(x), module.num_heads) for p in (module.q_proj, module.k_proj, module.v_proj))
-    heads = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (N, h, T, d_k)
-    return module.out_proj(merge_heads(heads))                        # (N, T, d_model)
 
 
 def make_module_and_input() -> tuple[MultiHeadAttention, torch.Tensor]:
@@ -65,7 +57,8 @@ MHA_CASE = """
 import sys
 import torch
 sys.path.insert(0, {folder!r})
-from bench_tiled import floor, make_module_and_input
+from attention_book._measure import floor_forward
+from bench_tiled import make_module_and_input
 torch.set_grad_enabled(False)
 module, x = make_module_and_input()
 call = {call}
@@ -74,7 +67,7 @@ def run():
     return call(x)
 """
 MHA_CALLS = {
-    "floor": "lambda x: floor(module, x)",
+    "floor": "lambda x: floor_forward(module, x, is_causal=True)",
     "MultiHeadAttention(is_causal=True)": "lambda x: module(x, is_causal=True)[0]",
 }
 
@@ -96,10 +89,10 @@ def main() -> int:
     module, x = make_module_and_input()
     with torch.no_grad():
         seconds = median_times({
-            "floor": lambda: floor(module, x),
+            "floor": lambda: floor_forward(module, x, is_causal=True),
             "MultiHeadAttention(is_causal=True)": lambda: module(x, is_causal=True),
         }, rounds=args.rounds)
-        torch.testing.assert_close(module(x, is_causal=True)[0], floor(module, x))
+        torch.testing.assert_close(module(x, is_causal=True)[0], floor_forward(module, x, is_causal=True))
 
     print(f"torch {torch.__version__}, CPU, one thread, float32, no grad; peak = growth of the "
           f"peak resident memory during one call, fresh process each; time = median CPU time of "
