@@ -20,17 +20,17 @@ def scaled_dot_product_attention(
     """Scaled dot-product attention, ``softmax(query @ key^T * scale + mask) @ value``.
 
     Args:
-        query, key, value: ``(..., T_q, d_k)``, ``(..., T_k, d_k)``, ``(..., T_k, d_v)``.
-        mask: optional, broadcastable to ``(..., T_q, T_k)``. Bool: True = may attend.
-            Floating: added to the scores in the dtype they are computed in (float32 for
-            float16 and bfloat16 inputs), as PyTorch does; ``-inf`` removes a key.
+        query: ``(..., T_q, d_k)``.
+        key: ``(..., T_k, d_k)``.
+        value: ``(..., T_k, d_v)``.
+        mask: optional, broadcastable to ``(..., T_q, T_k)``; bool (True = may attend), or
+            floating and added to the scores in the dtype they are computed in, as PyTorch does.
         scale: a finite real number that multiplies the scores; default ``1 / sqrt(d_k)``.
 
     Returns:
-        ``(output, weights)``, ``(..., T_q, d_v)`` and ``(..., T_q, T_k)`` in the inputs' dtype;
-        float16 and bfloat16 inputs are computed in float32. A query whose keys are all masked
-        (False or ``-inf``), or that has no key (``T_k = 0``), gets zero weights and output.
-        Bad input raises a ``TypeError`` or ``ValueError`` that names the argument.
+        ``(output, weights)``, ``(..., T_q, d_v)`` and ``(..., T_q, T_k)``, in the inputs' dtype
+        (computed in float32 for float16 and bfloat16). A query with no allowed key (all masked, or
+        ``T_k = 0``) gets zero weights and output. Bad input raises ``TypeError`` or ``ValueError``.
     """
     check_qkv(query, key, value)
     scale = 1 / math.sqrt(query.shape[-1]) if scale is None else check_real("scale", scale)

@@ -43,12 +43,13 @@ def extended_attention_mask(attention_mask: Tensor, dtype: torch.dtype = torch.f
         dtype: the floating dtype of the scores the mask will be added to.
 
     Returns:
-        ``(N, 1, 1, T)`` of ``dtype``: +0 for a real token, ``torch.finfo(dtype).min`` for
-        padding. It broadcasts over the heads and the queries of the scores ``(N, h, T, T)``.
+        A tensor ``(N, 1, 1, T)`` of ``dtype``, +0 for a real token and
+        ``torch.finfo(dtype).min`` for padding. It broadcasts over the heads and the queries
+        of the scores ``(N, h, T, T)``.
 
     Raises:
-        TypeError: ``attention_mask`` is not a tensor, or ``dtype`` is not a floating
-            ``torch.dtype``.
+        TypeError: ``attention_mask`` is not a tensor.
+        TypeError: ``dtype`` is not a floating ``torch.dtype``.
         ValueError: ``attention_mask`` is not 2-D, or holds values other than 0 and 1.
     """
     _check_padding(attention_mask, dtype)
@@ -77,12 +78,11 @@ class BertSelfAttention(nn.Module):
     ``state_dict`` loads directly.
 
     Raises:
-        TypeError: ``hidden_size`` or ``num_attention_heads`` is not an int (``numbers.Integral``,
-            such as ``numpy.int64``, is accepted), or ``attention_probs_dropout_prob`` is not a
-            real number.
-        ValueError: ``hidden_size`` or ``num_attention_heads`` is not positive,
-            ``hidden_size`` is not a multiple of ``num_attention_heads``, or
-            ``attention_probs_dropout_prob`` is outside ``[0, 1)``.
+        TypeError: ``hidden_size`` or ``num_attention_heads`` is not an int (or ``numpy.int64``).
+        TypeError: ``attention_probs_dropout_prob`` is not a real number.
+        ValueError: ``hidden_size`` or ``num_attention_heads`` is not positive.
+        ValueError: ``hidden_size`` is not a multiple of ``num_attention_heads``.
+        ValueError: ``attention_probs_dropout_prob`` is outside ``[0, 1)``.
     """
 
     def __init__(self, config) -> None:
@@ -112,25 +112,27 @@ class BertSelfAttention(nn.Module):
             hidden_states: ``(N, T, d_model)`` with ``d_model = hidden_size``.
             attention_mask: BERT's additive mask, of the dtype of ``hidden_states``, 4-D and
                 broadcastable to ``(N, h, T, T)``: ``extended_attention_mask``'s
-                ``(N, 1, 1, T)`` or ``transformers``' ``(N, 1, T, T)``. ``-inf`` entries (as
-                ``additive_mask`` gives) are allowed: a query row whose keys are all ``-inf``
-                gets zero probabilities, never NaN.
+                ``(N, 1, 1, T)`` or ``transformers``' ``(N, 1, T, T)``; not 3-D, as a
+                ``(N, 1, T)`` would be read as ``(h, 1, T)`` when ``N == h``. ``-inf`` entries
+                (as ``additive_mask`` gives) are allowed: a query row whose keys are all
+                ``-inf`` gets zero probabilities, never NaN.
             head_mask: ``(h,)``, or 4-D and broadcastable to ``(N, h, T, T)``; multiplies the
                 probabilities after dropout (0 switches a head off).
             output_attentions: also return the probabilities.
 
         Returns:
-            ``(context,)``, or ``(context, probs)`` when ``output_attentions``: context
-            ``(N, T, d_model)``, probs ``(N, h, T, T)`` (after dropout and ``head_mask``).
+            The tuple ``(context,)``, or ``(context, probs)`` when ``output_attentions``, with
+            ``context`` of shape ``(N, T, d_model)`` and ``probs`` of shape ``(N, h, T, T)``
+            (after dropout and ``head_mask``).
 
         Raises:
-            TypeError: a non-floating ``hidden_states``, ``attention_mask`` or ``head_mask``;
-                ``hidden_states`` of another dtype than the weights; a mask of another dtype
-                than ``hidden_states``.
-            ValueError: ``hidden_states`` not ``(N, T, d_model)``; an ``attention_mask`` with a
-                positive value (a raw 0/1 mask, not the additive one), a NaN, or a shape other
-                than 4-D broadcastable to ``(N, h, T, T)`` (a 3-D ``(N, 1, T)`` would be read
-                as ``(h, 1, T)`` when ``N == h``); a ``head_mask`` that does not broadcast.
+            TypeError: ``hidden_states``, ``attention_mask`` or ``head_mask`` is not floating.
+            TypeError: ``hidden_states`` is not of the dtype of the weights.
+            TypeError: a mask is not of the dtype of ``hidden_states``.
+            ValueError: ``hidden_states`` is not ``(N, T, d_model)``.
+            ValueError: ``attention_mask`` holds a NaN, or a positive value (a raw 0/1 mask).
+            ValueError: ``attention_mask`` is not 4-D, or does not broadcast to ``(N, h, T, T)``.
+            ValueError: ``head_mask`` is not ``(h,)``, nor 4-D broadcastable to ``(N, h, T, T)``.
         """
         head_mask = _check_forward(self, hidden_states, attention_mask, head_mask)  # head_mask 4-D
 

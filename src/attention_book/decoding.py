@@ -63,11 +63,12 @@ class KVCache:
             ``(N, h_kv, T, d_v)``, views of the buffer (valid until the next ``append``).
 
         Raises:
-            TypeError: ``keys`` or ``values`` is not a floating tensor, the two differ in
-                dtype, or they are not of the cache's dtype.
-            ValueError: they are not 4-D, differ in ``N``, ``h_kv``, ``T_new`` or device, or do
-                not fit the cached ones (``N``, ``h_kv``, ``d_k``, ``d_v``, device).
-            RuntimeError: they require gradients while gradients are recorded.
+            TypeError: ``keys`` or ``values`` is not a floating tensor.
+            TypeError: ``keys`` and ``values`` differ in dtype, or are not of the cache's dtype.
+            ValueError: ``keys`` or ``values`` is not 4-D.
+            ValueError: ``keys`` and ``values`` differ in ``N``, ``h_kv``, ``T_new`` or device.
+            ValueError: the cache holds another ``N``, ``h_kv``, ``d_k``, ``d_v`` or device.
+            RuntimeError: ``keys`` or ``values`` requires gradients while gradients are recorded.
         """
         _check_append(self, keys, values)
         start, end = self._length, self._length + keys.shape[2]
@@ -114,8 +115,9 @@ class CausalSelfAttention(nn.Module):
 
     Raises:
         TypeError: a size is not an int, or ``rope_base`` is not a real number.
-        ValueError: a size is not positive, ``d_model % num_heads != 0``,
-            ``num_heads % num_kv_heads != 0``, ``d_k`` is odd, or ``rope_base`` is not positive.
+        ValueError: a size is not positive, or ``d_k`` is odd.
+        ValueError: ``d_model % num_heads != 0``, or ``num_heads % num_kv_heads != 0``.
+        ValueError: ``rope_base`` is not positive and finite.
     """
 
     def __init__(self, d_model: int, num_heads: int, *, num_kv_heads: int | None = None,
@@ -135,17 +137,18 @@ class CausalSelfAttention(nn.Module):
         Without ``cache``, ``x`` holds positions ``0 .. T - 1``. With one, ``x`` continues the
         cached text: its positions start at ``cache.next_position``, its keys and values are
         appended to the cache, and it attends to every cached position and causally to itself.
+        Decode with a cache under ``torch.no_grad()``: the keys require gradients when the
+        weights or ``x`` do, and the cache refuses them while gradients are recorded.
 
         Returns:
             The output ``(N, T, d_model)``.
 
         Raises:
-            TypeError: ``x`` is not a floating tensor of the weights' dtype; ``cache`` is not a
-                ``KVCache``, or holds another dtype.
-            ValueError: ``x`` is not ``(N, T, d_model)``; ``cache`` holds another batch size,
-                or keys of another shape or device.
-            RuntimeError: ``cache`` is given while gradients are recorded and the keys require
-                them (the weights or ``x`` do): decode under ``torch.no_grad()``.
+            TypeError: ``x`` is not a floating tensor of the weights' dtype.
+            TypeError: ``cache`` is not a ``KVCache``, or holds another dtype.
+            ValueError: ``x`` is not ``(N, T, d_model)``.
+            ValueError: ``cache`` holds another batch size, or keys of another shape or device.
+            RuntimeError: ``cache`` is given while gradients are recorded and the keys require them.
         """
         _check_forward(self, x, cache)
         start = 0 if cache is None else cache.next_position

@@ -77,10 +77,11 @@ def tiled_attention(
         are computed in float32. With no keys (``T_k = 0``) the output is zeros.
 
     Raises:
-        TypeError: a non-tensor or non-floating input, mismatched dtypes, a non-bool
-            ``is_causal``, a non-int ``block_size``, a non-real ``scale``.
-        ValueError: fewer than 2 dimensions, ``d_k = 0``, mismatched ``d_k``, ``T_k`` or
-            leading dimensions, ``block_size < 1``, a ``scale`` that is not finite.
+        TypeError: an input is not a floating tensor, or the inputs differ in dtype.
+        TypeError: ``is_causal`` is not a bool, ``block_size`` not an int, or ``scale`` not real.
+        ValueError: an input has fewer than 2 dimensions, or ``d_k = 0``.
+        ValueError: the inputs differ in ``d_k``, ``T_k`` or leading dimensions.
+        ValueError: ``block_size < 1``, or ``scale`` is not finite.
     """
     _check_arguments(query, key, value, is_causal, block_size, scale)
     work_dtype = torch.promote_types(query.dtype, torch.float32)      # float16, bfloat16 -> float32

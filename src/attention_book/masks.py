@@ -55,8 +55,9 @@ def padding_mask(lengths: Tensor | Sequence[int], max_len: int | None = None) ->
 
     Raises:
         TypeError: ``lengths`` is not integer, or ``max_len`` is not an int.
-        ValueError: ``lengths`` is not 1-D, is empty or all 0 without ``max_len``, holds a
-            negative length or one longer than ``max_len``; ``max_len`` is not positive.
+        ValueError: ``lengths`` is not 1-D, or is empty or all 0 without ``max_len``.
+        ValueError: ``lengths`` holds a negative length or one longer than ``max_len``.
+        ValueError: ``max_len`` is not positive.
     """
     lengths, max_len = _checked_lengths(lengths, max_len)  # (N,) int64, an int >= 1
     positions = torch.arange(max_len, device=lengths.device)  # (T,)
@@ -91,7 +92,7 @@ def additive_mask(allowed: Tensor, *, dtype: torch.dtype = torch.float32) -> Ten
         dtype: the floating dtype of the result.
 
     Returns:
-        A tensor of ``allowed``'s shape and device: 0 where True, ``-inf`` where False.
+        A tensor of ``allowed``'s shape and device, 0 where True and ``-inf`` where False.
         ``-inf`` is exact in every floating dtype, and a row of it is one that
         ``scaled_dot_product_attention`` recognises as fully masked (zero weights); a finite
         fill such as -1e9 or ``finfo.min`` is not.

@@ -20,8 +20,8 @@ def split_heads(x: Tensor, num_heads: int) -> Tensor:
 
     Raises:
         TypeError: ``num_heads`` is not an int, or ``x`` is not a tensor.
-        ValueError: ``num_heads`` is not positive, ``x`` is not 3-D, or its last dimension
-            is not divisible by ``num_heads``.
+        ValueError: ``num_heads`` is not positive.
+        ValueError: ``x`` is not 3-D, or its last dimension is not divisible by ``num_heads``.
     """
     num_heads = check_int("num_heads", num_heads)
     _check_split(x, num_heads)
@@ -63,10 +63,10 @@ class MultiHeadAttention(nn.Module):
             ``out_proj`` (each ``nn.Linear(d_model, d_model)``) have a bias.
 
     Raises:
-        TypeError: ``d_model`` or ``num_heads`` is not an int (``numbers.Integral``, such as
-            ``numpy.int64``, is accepted), or ``dropout`` is not a real number.
-        ValueError: a non-positive size, ``d_model % num_heads != 0``, or ``dropout``
-            outside ``[0, 1)``.
+        TypeError: ``d_model`` or ``num_heads`` is not an int (or ``numpy.int64``).
+        TypeError: ``dropout`` is not a real number.
+        ValueError: ``d_model`` or ``num_heads`` is not positive, or ``d_model % num_heads != 0``.
+        ValueError: ``dropout`` is outside ``[0, 1)``.
     """
 
     def __init__(self, d_model: int, num_heads: int, *, dropout: float = 0.0, bias: bool = True):
@@ -110,18 +110,20 @@ class MultiHeadAttention(nn.Module):
         the fused path the module zeroes that context itself, whatever the kernel returns.
 
         Returns:
-            ``(output, weights)``: output ``(N, T_q, d_model)``; with ``need_weights=True``
-            the per-head weights ``(N, h, T_q, T_k)`` (after dropout, in training), computed
-            by the book's ``scaled_dot_product_attention``; otherwise ``None``, and the fused
+            The pair ``(output, weights)``, ``output`` of shape ``(N, T_q, d_model)``. With
+            ``need_weights=True``, ``weights`` holds the per-head weights ``(N, h, T_q, T_k)``
+            (after dropout, in training), computed by the book's
+            ``scaled_dot_product_attention``; otherwise ``weights`` is ``None``, and the fused
             ``torch.nn.functional.scaled_dot_product_attention`` is used.
 
         Raises:
-            TypeError: a non-tensor or non-floating input, or one of another dtype than the
-                module's weights; a mask that is not bool; an ``is_causal`` that is not bool.
-            ValueError: an input that is not ``(N, T, d_model)``, different batch sizes,
-                ``key`` and ``value`` of different lengths, a mask that is not 2-D or 4-D or
-                does not broadcast, a ``key_padding_mask`` that is not ``(N, T_k)``, ``mask``
-                with ``is_causal=True``.
+            TypeError: an input is not a floating tensor of the dtype of the module's weights.
+            TypeError: a mask is not bool, or ``is_causal`` is not a bool.
+            ValueError: an input is not ``(N, T, d_model)``, or the batch sizes differ.
+            ValueError: ``key`` and ``value`` have different lengths.
+            ValueError: ``mask`` is not 2-D or 4-D, or does not broadcast.
+            ValueError: ``key_padding_mask`` is not ``(N, T_k)``.
+            ValueError: ``mask`` is given with ``is_causal=True``.
         """
         key = query if key is None else key
         value = key if value is None else value

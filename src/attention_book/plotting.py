@@ -48,11 +48,11 @@ def plot_attention(
         The axes, holding the image and a colour bar.
 
     Raises:
-        TypeError: ``weights`` is neither a tensor nor an array of real numbers, a label
-            argument is not an iterable of labels (a single string is refused), or
-            ``colorbar_label`` is not a string.
-        ValueError: ``weights`` is not 2-D, or the number of ``query_labels`` or
-            ``key_labels`` differs from ``T_q`` or ``T_k``.
+        TypeError: ``weights`` is neither a tensor nor an array of real numbers.
+        TypeError: a label argument is not an iterable of labels (a single string is refused).
+        TypeError: ``colorbar_label`` is not a string.
+        ValueError: ``weights`` is not 2-D.
+        ValueError: the number of ``query_labels`` is not ``T_q``, or of ``key_labels`` not ``T_k``.
     """
     array = _weights_as_array(weights)  # (T_q, T_k), float64
     query_labels = _labels_as_list("query_labels", query_labels, array.shape, 0)

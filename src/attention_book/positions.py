@@ -36,10 +36,10 @@ def sinusoidal_positions(
         A tensor ``(T, d_model)``.
 
     Raises:
-        TypeError: ``T`` or ``d_model`` is not an int, ``base`` is not a real number, or
-            ``dtype`` is not a floating dtype.
-        ValueError: ``T`` is not positive, ``d_model`` is not positive and even, or ``base``
-            is not positive and finite.
+        TypeError: ``T`` or ``d_model`` is not an int.
+        TypeError: ``base`` is not a real number, or ``dtype`` is not a floating dtype.
+        ValueError: ``T`` is not positive, or ``d_model`` is not positive and even.
+        ValueError: ``base`` is not positive and finite.
     """
     T, d_model, base = _check_sinusoidal(T, d_model, base, dtype)
     p = torch.arange(T, dtype=torch.float64, device=device)  # (T,)
@@ -99,10 +99,11 @@ def apply_rotary(x: Tensor, positions: Tensor | None = None, *, base: float = 10
         A tensor of the shape and dtype of ``x``.
 
     Raises:
-        TypeError: ``x`` is not a floating tensor, ``positions`` is not an integer tensor, or
-            ``base`` is not a real number.
-        ValueError: ``x`` has fewer than 2 dimensions or an odd or zero last dimension,
-            ``positions`` is not ``(T,)``, or ``base`` is not positive and finite.
+        TypeError: ``x`` is not a floating tensor, or ``positions`` is not an integer tensor.
+        TypeError: ``base`` is not a real number.
+        ValueError: ``x`` has fewer than 2 dimensions, or an odd or zero last dimension.
+        ValueError: ``positions`` is not ``(T,)``.
+        ValueError: ``base`` is not positive and finite.
     """
     positions, base = _check_rotary(x, positions, base)  # (T,) on the device of x
     angle_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
