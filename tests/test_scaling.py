@@ -129,7 +129,7 @@ def test_unscaled_softmax_rows_collapse_and_scaled_rows_do_not():
 
 @pytest.mark.parametrize("d_k", [1, 2])
 def test_small_d_k_scaled_rows_share_one_random_spread(d_k):
-    # Given q, the scaled scores of a row are iid N(0, |q|^2 / d_k): drawing that spread first
+    # Given q, the scaled scores of a row are iid N(0, ‖q‖^2 / d_k): drawing that spread first
     # and then T independent normals gives the same mean largest weight, below the reference
     # of T iid N(0, 1) scores.
     generator = torch.Generator().manual_seed(30 + d_k)
@@ -159,7 +159,7 @@ def test_scaled_rows_are_not_normalised_one_by_one():
     row_mean, row_var = scaled.mean(dim=-1), scaled.var(dim=-1)  # (rows,) each
     assert abs(row_mean.std().item() - 1 / math.sqrt(T)) < 0.01
     assert abs(row_var.mean().item() - 1) < 0.03
-    # Given q, the T scores are iid N(0, |q|^2 / d_k): Var(row variance) has a closed form.
+    # Given q, the T scores are iid N(0, ‖q‖^2 / d_k): Var(row variance) has a closed form.
     predicted_std = math.sqrt((1 + 2 / d_k) * 2 / (T - 1) + 2 / d_k)
     assert abs(row_var.std().item() - predicted_std) < 0.03
     near = (row_mean.abs() < 0.05) & ((row_var - 1).abs() < 0.1)  # (rows,)
@@ -168,8 +168,8 @@ def test_scaled_rows_are_not_normalised_one_by_one():
 
 def test_independent_projections_give_the_d_k_law_given_the_input():
     # One input x attending to itself, many independent draws of W^Q and W^K with N(0, 1/d)
-    # entries: given x, q_r and k_r are independent with mean 0 and variance |x|^2 / d, so
-    # Var(q.k) = d_k |x|^4 / d^2; with one shared matrix (k = q) it doubles.
+    # entries: given x, q_r and k_r are independent with mean 0 and variance ‖x‖^2 / d, so
+    # Var(q.k) = d_k ‖x‖^4 / d^2; with one shared matrix (k = q) it doubles.
     generator = torch.Generator().manual_seed(12)
     d_model, d_k, draws = 8, 32, 6000
     x = torch.randn(d_model, generator=generator, dtype=torch.float64)
@@ -182,7 +182,7 @@ def test_independent_projections_give_the_d_k_law_given_the_input():
     assert abs((q * k).sum(-1).mean().item()) < 5 * math.sqrt(var / draws)
     var_shared, se_shared = _variance_and_se((q * q).sum(-1))
     assert abs(var_shared - 2 * d_k * unit**2) < 5 * se_shared
-    # ...and q . q = |q|^2 >= 0 has mean d_k |x|^2 / d, not 0.
+    # ...and q . q = ‖q‖^2 >= 0 has mean d_k ‖x‖^2 / d, not 0.
     assert abs((q * q).sum(-1).mean().item() - d_k * unit) < 5 * math.sqrt(var_shared / draws)
 
 
