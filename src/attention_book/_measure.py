@@ -111,9 +111,12 @@ def reset_peak():
 
 
 def peak_kib(resettable):
+    # The peak, less the library code mapped from files so far (Linux): the first call of a
+    # kernel reads its code into memory, by an amount that depends on the machine, not the call.
     if resettable:
         with open("/proc/self/status") as status:
-            return int(re.search(r"VmHWM:\\s+(\\d+)", status.read()).group(1))
+            kib = dict(re.findall(r"^(VmHWM|RssFile):\\s+(\\d+)", status.read(), re.M))
+        return int(kib["VmHWM"]) - int(kib["RssFile"])
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1024 if sys.platform == "darwin" else 1)
 
 
@@ -154,7 +157,8 @@ def peak_memory(
 
     On Linux the peak is reset just before the call (``/proc/self/clear_refs``, after
     ``malloc_trim`` hands the memory that the allocator keeps back to the system), so the result
-    is the call's peak above everything the process held when it started. Elsewhere the peak is
+    is the call's peak above everything the process held when it started; the library code that
+    the call maps from files for the first time (``RssFile``) is not counted. Elsewhere the peak is
     the high-water mark ``ru_maxrss``, which the source must then never push above what it holds
     when the call starts: a larger transient allocation in the setup would hide the call's.
 
