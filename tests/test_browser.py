@@ -406,12 +406,19 @@ def test_page_in_the_browser(browser, site, page, edition):
 
 
 def _search(driver, url: str) -> list[str]:
-    """The result links of Sphinx's search page at `url`, once they are listed."""
+    """The result links of Sphinx's search page at `url`, once the search has finished.
+
+    Sphinx lists the results one at a time, 5 ms apart, and writes the summary line
+    ("Search finished, found N page(s)...") only after the last one: waiting for the first
+    link would read a partial list.
+    """
     from selenium.webdriver.support.ui import WebDriverWait
 
     driver.get(url)
     return WebDriverWait(driver, 60).until(
         lambda d: d.execute_script(
+            "const summary = document.querySelector('#search-results p.search-summary');"
+            "if (!summary || !summary.innerText.trim()) return null;"
             "return Array.from(document.querySelectorAll('#search-results ul.search li a'))"
             ".map(a => a.getAttribute('href'));") or False)
 
