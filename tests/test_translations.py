@@ -176,6 +176,7 @@ def test_update_merges_new_templates_and_tidies(book):
 
     assert not (catalogs / "book/index.po").exists(), "the catalog of a removed document stays"
     assert _read(catalogs / "book/chapters/09_new.po")["Tiles"].string == ""
+    assert "#, fuzzy" not in (catalogs / "book/chapters/09_new.po").read_text(), "a fuzzy header"
     merged = _read(catalogs / "book/chapters/05_masked.po")
     changed = merged[INTRO.replace("every key", "each key")]
     assert changed.fuzzy and changed.string == DONE[INTRO], "a changed paragraph keeps its draft, fuzzy"

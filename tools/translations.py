@@ -211,7 +211,10 @@ def update(templates: Path, catalogs: Path) -> None:
         catalog = read_catalog(po)
         obsolete = len(catalog.obsolete)
         filled = fill_untranslatable(catalog)
-        if obsolete or filled:
+        # sphinx-intl marks a new catalog's header fuzzy; the header is not a message to
+        # translate, and a fuzzy flag must only ever mean "a translation to check".
+        header, catalog.fuzzy = catalog.fuzzy, False
+        if obsolete or filled or header:
             dump_po(str(po), catalog, ignore_obsolete=True, width=76)
             print(f"Tidy: {po} ({obsolete} obsolete entries dropped, {filled} entries without words filled)")
 
