@@ -20,10 +20,11 @@ def softmax(x: Tensor, dim: int = -1) -> Tensor:
         dim: the dimension that is normalised; negative values count from the end.
 
     Returns:
-        A tensor of the shape and dtype of ``x`` whose slices along ``dim`` are positive and
-        sum to 1. A slice whose entries are all ``-inf`` (nothing to attend to) gives zeros,
-        where ``torch.softmax`` gives NaN; an empty ``dim`` (``n = 0``) gives an empty result,
-        as ``torch.softmax`` does. Otherwise it equals ``torch.softmax(x, dim)``.
+        A tensor of the shape and dtype of ``x`` whose slices along ``dim`` are non-negative
+        (an entry of ``-inf`` gives 0) and sum to 1. A slice whose entries are all ``-inf``
+        (nothing to attend to) gives zeros, where ``torch.softmax`` gives NaN; an empty
+        ``dim`` (``n = 0``) gives an empty result, as ``torch.softmax`` does. Otherwise it
+        equals ``torch.softmax(x, dim)``.
 
     Raises:
         TypeError: ``x`` is not a floating tensor, or ``dim`` is not an int.
