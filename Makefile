@@ -10,7 +10,8 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: book test install tangle tangle-check notebooks notebooks-check unit nbval build \
+.PHONY: book test install tangle tangle-check notebooks notebooks-check typecheck dist unit nbval \
+	nbval-generic nbval-avx2 build \
 	test-browser chromium clean bench translations translations-check lint-workflows
 
 book: install build
@@ -18,8 +19,8 @@ book: install build
 # The order matters: `chromium` first, so that a machine without it stops at once and says what
 # to install; the translations are checked before the build; the browser check reads the HTML
 # that `build` writes.
-test: install chromium lint-workflows tangle-check notebooks-check unit nbval translations-check \
-	build test-browser
+test: install chromium lint-workflows tangle-check notebooks-check typecheck unit dist nbval \
+	nbval-generic translations-check build test-browser
 
 # --- environment ---------------------------------------------------------------------------
 # torch==2.13.0 goes first, alone: it is the CPU build this machine has on disk; anything that
@@ -47,6 +48,18 @@ notebooks: install tangle
 notebooks-check: install
 	$(BIN)/python tools/notebooks.py --check
 
+# The package's types: mypy --strict on src/attention_book and on tests/typed_usage.py, a
+# script that uses every public name as a stranger's strictly typed code would ([tool.mypy]).
+typecheck: install
+	$(BIN)/mypy
+
+# The distributions PyPI would get: sdist and wheel into dist/, checked by twine as PyPI checks
+# them. .github/workflows/release.yml does the same on a version tag, then publishes.
+dist: install
+	rm -rf dist
+	$(BIN)/python -m build --no-isolation --outdir dist .
+	$(BIN)/python -m twine check --strict dist/*
+
 # tests/test_browser.py needs the built book: `make test-browser` runs it after `build`.
 unit: install
 	$(BIN)/python -m pytest -q tests --ignore=tests/test_browser.py
@@ -57,6 +70,17 @@ unit: install
 # (tests/nbval_sanitize.cfg), then runs the code of its exercises' solutions.
 nbval: install
 	$(BIN)/python tools/standalone.py
+
+# The committed outputs hold on any CPU, not only on the one that recorded them: nbval again on
+# another of PyTorch's CPU code paths (its kernels, MKL's and oneDNN's round differently).
+# `make test` runs the generic path (no SIMD), the furthest from any machine's own; the AVX2
+# path must pass too (it needs a CPU with AVX2).
+nbval-generic: install
+	ATEN_CPU_CAPABILITY=default $(BIN)/python tools/standalone.py
+
+nbval-avx2: install
+	ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 \
+		$(BIN)/python tools/standalone.py
 
 # Both editions, from a clean cache: English into _build/html, then the Chinese edition (中文版),
 # from the catalogs of locales/, into _build/html/zh, with the same page paths.

@@ -5,6 +5,9 @@
 2. MultiHeadAttention(d_model=768, h=12) called with is_causal=True at N=1, T=4096 (float32,
    eval, no grad, CPU): at most 1.10 x the time and 1.2 x the peak memory of the floor, four
    nn.Linear around F.scaled_dot_product_attention(is_causal=True) with the same weights.
+3. tiled_attention's speed against F.scaled_dot_product_attention at T=8192 (N=1, h=1, d=64,
+   float32, CPU, one thread) for block sizes 64 to 512: its default block size is not the
+   slowest of them (its docstring quotes these ratios).
 
 Peak memory: the growth of the peak resident memory during one call (on Linux the peak is reset
 just before the call), each case in a fresh process forked after the imports
@@ -22,16 +25,20 @@ Prints a table and exits with status 1 when a target is missed.
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 
-from attention_book import MultiHeadAttention
+from attention_book import MultiHeadAttention, tiled_attention
 from attention_book._measure import floor_forward, median_times, peak_memory
 
 TILED_T, HEAD_DIM = 8192, 64
 MHA_T, D_MODEL, HEADS = 4096, 768, 12
+BLOCK_SIZES = (64, 128, 256, 512)
+DEFAULT_BLOCK = inspect.signature(tiled_attention).parameters["block_size"].default
 
 
 def make_module_and_input() -> tuple[MultiHeadAttention, torch.Tensor]:
@@ -93,6 +100,13 @@ def main() -> int:
             "MultiHeadAttention(is_causal=True)": lambda: module(x, is_causal=True),
         }, rounds=args.rounds)
         torch.testing.assert_close(module(x, is_causal=True)[0], floor_forward(module, x, is_causal=True))
+        g = torch.Generator().manual_seed(0)
+        q, k, v = (torch.randn(1, 1, TILED_T, HEAD_DIM, generator=g) for _ in range(3))
+        by_block = median_times(
+            {"F.scaled_dot_product_attention": lambda: F.scaled_dot_product_attention(q, k, v)}
+            | {size: (lambda size=size: tiled_attention(q, k, v, block_size=size)) for size in BLOCK_SIZES},
+            rounds=3,
+        )
 
     print(f"torch {torch.__version__}, CPU, one thread, float32, no grad; peak = growth of the "
           f"peak resident memory during one call, fresh process each; time = median CPU time of "
@@ -106,6 +120,14 @@ def main() -> int:
     for name in MHA_CALLS:
         print(f"   {name:<36} {peaks[name][0]:>11.1f} {seconds[name]:>26.3f}")
 
+    fused = by_block.pop("F.scaled_dot_product_attention")
+    print(f"\n3. tiled_attention against F.scaled_dot_product_attention ({1e3 * fused:.0f} ms), "
+          f"T={TILED_T}, d={HEAD_DIM}")
+    print(f"   {'block_size':<36} {'median CPU time (s)':>20} {'x PyTorch':>10}")
+    for size, value in by_block.items():
+        mark = " (default)" if size == DEFAULT_BLOCK else ""
+        print(f"   {str(size) + mark:<36} {value:>20.3f} {value / fused:>10.1f}")
+
     mha, base = "MultiHeadAttention(is_causal=True)", "floor"
     memory_ratio = peaks[mha][0] / max(peaks[base][0], 1.0)
     checks = [
@@ -114,6 +136,8 @@ def main() -> int:
         (f"causal MHA time <= 1.10 x floor (ratio {seconds[mha] / seconds[base]:.2f})",
          seconds[mha] <= 1.10 * seconds[base]),
         (f"causal MHA peak <= 1.2 x floor (ratio {memory_ratio:.2f})", memory_ratio <= 1.2),
+        (f"default block_size {DEFAULT_BLOCK} is not the slowest of {BLOCK_SIZES}",
+         by_block[DEFAULT_BLOCK] < max(by_block.values())),
     ]
     print("\ntargets:")
     for label, ok in checks:

@@ -352,11 +352,34 @@ def test_a_cache_that_does_not_fit_names_cache():
     layer(randn(2, 3, 16), cache=cache)
     with pytest.raises(ValueError, match=r"^cache\b.*\(2, 2, 3, 4\)"):  # another batch size
         layer(randn(3, 1, 16), cache=cache)
-    with pytest.raises(ValueError, match=r"^cache\b"):  # another layer's shape: 4 key/value heads
+    with pytest.raises(ValueError, match=r"^cache\b"):  # another layer: 4 key/value heads
         CausalSelfAttention(16, 4)(randn(2, 1, 16), cache=cache)
-    with pytest.raises(TypeError, match=r"^cache\b.*float32"):  # another dtype
-        CausalSelfAttention(16, 4, num_kv_heads=2).double()(randn(2, 1, 16, dtype=torch.float64), cache=cache)
+    with pytest.raises(TypeError, match=r"^cache\b.*float32"):  # the same layer, now float64
+        layer.double()(randn(2, 1, 16, dtype=torch.float64), cache=cache)
     assert len(cache) == 3  # nothing was appended by the refused calls
+
+
+@torch.no_grad()
+def test_a_cache_filled_by_one_layer_is_refused_by_another_of_the_same_shape():
+    first, second = CausalSelfAttention(16, 4, num_kv_heads=2), CausalSelfAttention(16, 4, num_kv_heads=2)
+    cache = KVCache()
+    first(randn(2, 3, 16), cache=cache)
+    keys = cache.keys.clone()
+    with pytest.raises(ValueError, match=r"^cache\b.*another CausalSelfAttention"):
+        second(randn(2, 1, 16, seed=1), cache=cache)
+    assert len(cache) == 3 and torch.equal(cache.keys, keys)  # nothing was appended
+    first(randn(2, 1, 16, seed=1), cache=cache)  # the layer that filled it goes on
+    assert len(cache) == 4
+    fresh = KVCache()
+    second(randn(2, 1, 16, seed=1), cache=fresh)  # a cache of its own works
+
+
+@torch.no_grad()
+def test_a_cache_refuses_a_layer_that_took_the_place_of_a_deleted_one():
+    cache = KVCache()
+    CausalSelfAttention(16, 4)(randn(1, 2, 16), cache=cache)  # that layer is gone at once
+    with pytest.raises(ValueError, match=r"^cache\b.*another CausalSelfAttention"):
+        CausalSelfAttention(16, 4)(randn(1, 1, 16), cache=cache)
 
 
 def test_bad_appends_name_keys_or_values():

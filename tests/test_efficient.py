@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention_book import tiled_attention
+from attention_book import causal_mask, scaled_dot_product_attention, tiled_attention
 from attention_book._measure import CountMatmuls, median_times, peak_memory
 from references import attention_float64 as reference
 from references import qkv as seeded_qkv
@@ -41,7 +41,7 @@ SHAPES = [
 @pytest.mark.parametrize("dtype, atol", [(torch.float64, 1e-10), (torch.float32, 2e-5)])
 def test_equals_pytorch(shape_q, shape_k, d_v, block_size, is_causal, dtype, atol):
     q, k, v = qkv(shape_q, shape_k, d_v, dtype)
-    out = tiled_attention(q, k, v, is_causal=is_causal, block_size=block_size)
+    out, _ = tiled_attention(q, k, v, is_causal=is_causal, block_size=block_size)
     assert out.shape == shape_q[:-1] + (d_v,) and out.dtype == dtype
     theirs = F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
     torch.testing.assert_close(out, theirs, rtol=0, atol=atol)
@@ -61,34 +61,115 @@ def test_property_matches_float64_reference(t_q, t_k, d_k, d_v, block_size, is_c
     q, k, v = qkv((2, t_q, d_k), (2, t_k, d_k), d_v, torch.float64, seed)
     mask = top_left_causal(t_q, t_k) if is_causal else None
     expected, _ = reference(q, k, v, mask)
-    out = tiled_attention(q, k, v, is_causal=is_causal, block_size=block_size)
+    out, _ = tiled_attention(q, k, v, is_causal=is_causal, block_size=block_size)
     torch.testing.assert_close(out, expected, rtol=0, atol=1e-12)
+
+
+def test_returns_the_pair_that_scaled_dot_product_attention_returns_without_weights():
+    # A batch of 2: were the output returned alone, `output, weights = ...` would unpack the
+    # batch without an error.
+    q, k, v = qkv((2, 5, 4), (2, 6, 4), 3)
+    output, weights = tiled_attention(q, k, v, block_size=2)
+    assert output.shape == (2, 5, 3) and weights is None  # the weights are never formed
+    torch.testing.assert_close(output, scaled_dot_product_attention(q, k, v)[0], rtol=0, atol=1e-12)
 
 
 def test_custom_scale_matches_pytorch():
     q, k, v = qkv((2, 5, 8), (2, 9, 8), 4, torch.float32)
-    out = tiled_attention(q, k, v, scale=0.3, block_size=4)
+    out, _ = tiled_attention(q, k, v, scale=0.3, block_size=4)
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, scale=0.3))
-    assert not torch.allclose(out, tiled_attention(q, k, v, block_size=4))
+    assert not torch.allclose(out, tiled_attention(q, k, v, block_size=4)[0])
 
 
 def test_no_keys_give_zeros_and_no_queries_an_empty_output():
     q, k, v = qkv((2, 3, 4), (2, 0, 4), 5)
     for is_causal in (False, True):
-        out = tiled_attention(q, k, v, is_causal=is_causal)
+        out, _ = tiled_attention(q, k, v, is_causal=is_causal)
         assert torch.equal(out, torch.zeros(2, 3, 5, dtype=torch.float64))
         assert torch.equal(out, F.scaled_dot_product_attention(q, k, v, is_causal=is_causal))
     q, k, v = qkv((2, 0, 4), (2, 6, 4), 5)
-    assert tiled_attention(q, k, v).shape == (2, 0, 5)
+    assert tiled_attention(q, k, v)[0].shape == (2, 0, 5)
+
+
+BLOCK_SIZES = [1, 2, 3, 128]
+
+
+def overflowing_first_keys(t_q=4, t_k=7, d_k=4, d_v=3, overflowing=3):
+    """float32 inputs, all finite, whose scores with the first `overflowing` keys overflow to -inf.
+
+    Every query has 1e20 in component 0 and those keys -1e20: q·k = -1e40, beyond float32. The
+    other keys have 0 there, so their scores are ordinary numbers."""
+    q, k, v = qkv((t_q, d_k), (t_k, d_k), d_v, torch.float32, seed=4)
+    q[:, 0] = 1e20
+    k[:, 0] = 0.0
+    k[:overflowing, 0] = -1e20
+    return q, k, v
+
+
+@pytest.mark.parametrize("block_size", BLOCK_SIZES)
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_a_first_tile_whose_scores_are_all_minus_infinity(block_size, is_causal):
+    # The running maximum stays -inf through the first tile(s): exp(-inf - (-inf)) must not
+    # turn into NaN (FlashAttention guards this case too).
+    q, k, v = overflowing_first_keys()
+    scores = q @ k.T / 2                                       # (T_q, T_k)
+    assert torch.isinf(scores[:, :3]).all() and scores[:, 3:].isfinite().all()
+    mask = causal_mask(4, 7) if is_causal else None
+    expected, _ = scaled_dot_product_attention(q, k, v, mask)  # (T_q, d_v)
+    out, _ = tiled_attention(q, k, v, is_causal=is_causal, block_size=block_size)
+    assert not out.isnan().any()
+    torch.testing.assert_close(out, expected, rtol=0, atol=1e-6)
+    # In float64 the same products are finite, and only rows that keep a finite key agree:
+    rows = slice(3, None) if is_causal else slice(None)   # causal rows 0-2 see overflowed keys only
+    torch.testing.assert_close(out[rows].double(), reference(q, k, v, mask)[0][rows], rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("block_size", BLOCK_SIZES)
+def test_a_row_whose_scores_all_overflow_gives_zeros(block_size):
+    q, k, v = overflowing_first_keys(overflowing=7)
+    out, _ = tiled_attention(q, k, v, block_size=block_size)
+    assert torch.equal(out, scaled_dot_product_attention(q, k, v)[0])
+    assert torch.equal(out, torch.zeros(4, 3))
+
+
+@pytest.mark.parametrize("block_size", BLOCK_SIZES)
+def test_the_running_maximum_is_kept_across_tiles(block_size):
+    # The first key's scaled score is 100 above every later key's: a sum kept relative to each
+    # tile's own maximum would be multiplied by e^100, beyond float32 (e^88.7), and overflow.
+    q, k, v = qkv((3, 4), (9, 4), 2, torch.float32, seed=5)
+    q[:, 0], k[:, 0] = 20.0, 0.0
+    k[0, 0] = 10.0                                          # score of key 0: 200 / 2 + O(1)
+    scores = q @ k.T / 2                                    # (T_q, T_k)
+    assert (scores[:, :1] - scores[:, 1:].amax(-1, keepdim=True) > 88).all()
+    for is_causal in (False, True):
+        out, _ = tiled_attention(q, k, v, is_causal=is_causal, block_size=block_size)
+        expected = F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+        torch.testing.assert_close(out, expected, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape_q, shape_k", [((2, 3, 4), (2, 0, 4)), ((2, 0, 4), (2, 6, 4))])
+@pytest.mark.parametrize("block_size", BLOCK_SIZES)
+def test_no_keys_or_no_queries_keep_the_autograd_graph(shape_q, shape_k, block_size):
+    # PyTorch's attention keeps the graph and returns zero gradients; so must the tiled one.
+    ours = [t.requires_grad_() for t in qkv(shape_q, shape_k, 5)]
+    theirs = [t.detach().clone().requires_grad_() for t in ours]
+    out, _ = tiled_attention(*ours, block_size=block_size)
+    assert out.requires_grad and out.grad_fn is not None
+    upstream = torch.ones_like(out)
+    grads = torch.autograd.grad(out, ours, upstream)
+    expected = torch.autograd.grad(F.scaled_dot_product_attention(*theirs), theirs, upstream)
+    for got, want in zip(grads, expected):
+        assert got.shape == want.shape
+        assert torch.equal(got, want) and torch.equal(got, torch.zeros_like(got))
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_half_precision_is_computed_in_float32(dtype):
     q, k, v = qkv((2, 3, 40, 16), (2, 3, 50, 16), 8, dtype)
-    out = tiled_attention(q, k, v, block_size=16)
+    out, _ = tiled_attention(q, k, v, block_size=16)
     assert out.dtype == dtype
     # Only the final rounding to the input dtype separates the two: bit for bit.
-    assert torch.equal(out, tiled_attention(q.float(), k.float(), v.float(), block_size=16).to(dtype))
+    assert torch.equal(out, tiled_attention(q.float(), k.float(), v.float(), block_size=16)[0].to(dtype))
     in_float32 = F.scaled_dot_product_attention(q.float(), k.float(), v.float())
     torch.testing.assert_close(out, in_float32.to(dtype), rtol=0, atol=2 * torch.finfo(dtype).eps)
 
@@ -105,8 +186,8 @@ def test_float16_scores_beyond_65504_with_spread_weights_equal_float32_rounded()
     assert scores.abs().min() > 65504
     assert torch.softmax(scores, dim=-1).amax(dim=-1).median() < 0.5  # not one-hot rows
     assert (torch.softmax(q @ k.transpose(-2, -1) / 8, dim=-1) @ v).isnan().any()  # naive float16
-    out = tiled_attention(q, k, v, block_size=32)
-    assert torch.equal(out, tiled_attention(q.float(), k.float(), v.float(), block_size=32).half())
+    out, _ = tiled_attention(q, k, v, block_size=32)
+    assert torch.equal(out, tiled_attention(q.float(), k.float(), v.float(), block_size=32)[0].half())
     in_float32 = F.scaled_dot_product_attention(q.float(), k.float(), v.float())
     torch.testing.assert_close(out, in_float32.half(), rtol=0, atol=torch.finfo(torch.float16).eps)
 
@@ -117,7 +198,7 @@ def test_gradients_equal_pytorch_in_float64(is_causal):
     upstream = torch.randn(2, 3, 37, 5, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     ours = [t.clone().requires_grad_() for t in (q, k, v)]
     theirs = [t.clone().requires_grad_() for t in (q, k, v)]
-    grads = torch.autograd.grad(tiled_attention(*ours, is_causal=is_causal, block_size=16), ours, upstream)
+    grads = torch.autograd.grad(tiled_attention(*ours, is_causal=is_causal, block_size=16)[0], ours, upstream)
     expected = torch.autograd.grad(F.scaled_dot_product_attention(*theirs, is_causal=is_causal), theirs, upstream)
     for got, want in zip(grads, expected):
         torch.testing.assert_close(got, want, rtol=0, atol=1e-10)
@@ -129,7 +210,7 @@ def test_gradient_through_a_single_key_and_a_dominant_score():
         q, k, v = qkv((1, 3, 4), shape_k, 2)
         ours = [(factor * q).requires_grad_(), k.clone().requires_grad_(), v.clone().requires_grad_()]
         theirs = [t.detach().clone().requires_grad_() for t in ours]
-        grads = torch.autograd.grad(tiled_attention(*ours, block_size=2).sum(), ours)
+        grads = torch.autograd.grad(tiled_attention(*ours, block_size=2)[0].sum(), ours)
         expected = torch.autograd.grad(F.scaled_dot_product_attention(*theirs).sum(), theirs)
         for got, want in zip(grads, expected):
             torch.testing.assert_close(got, want, rtol=0, atol=1e-10)
@@ -151,7 +232,7 @@ def test_causal_skips_the_tiles_above_the_diagonal(t_q, t_k, block_size):
 def test_tiled_peak_memory_is_far_below_naive():
     setup = """
 import torch
-from attention_book import tiled_attention
+from attention_book import causal_mask, scaled_dot_product_attention, tiled_attention
 q, k, v = (torch.randn(1, 1, 4096, 64) for _ in range(3))
 tiled_attention(q[..., :64, :], k[..., :64, :], v[..., :64, :])
 """

@@ -108,7 +108,7 @@ def test_self_attention_equals_torch_fast_path():
         expected, _ = reference(x, x, x, key_padding_mask=~keep, need_weights=False)
     assert any("_native_multi_head_attention" in event.key for event in profile.key_averages())
     with torch.no_grad():
-        got, _ = ours(x, key_padding_mask=keep)
+        got, _ = ours(x, attention_mask=keep)
     torch.testing.assert_close(got, expected)  # every row, the padded queries' too
 
 
@@ -176,7 +176,7 @@ def test_fully_masked_query_gives_bias_not_nan(dtype, need_weights, device):
 QUERY_2_SEES_NOTHING = torch.ones(5, 5, dtype=torch.bool).index_fill(0, torch.tensor([2]), 0)  # (T_q, T_k)
 NO_KEY = {  # masks that leave some queries no key at all, and which outputs those are
     "query 2 of every sequence": (dict(mask=QUERY_2_SEES_NOTHING), (slice(None), 2)),
-    "sequence 1 all padding": (dict(key_padding_mask=padding_mask([5, 0], 5)), (1, slice(None))),
+    "sequence 1 all padding": (dict(attention_mask=padding_mask([5, 0], 5)), (1, slice(None))),
 }
 
 
@@ -429,7 +429,7 @@ MASK_FORMS = r"^mask\b.*\(4, 5\).*\(2, 2, 4, 5\).*"
 def test_mask_that_does_not_broadcast(module, shape):
     mask = torch.ones(*shape, dtype=torch.bool)
     query, key = torch.randn(2, 4, 8), torch.randn(2, 5, 8)  # T_q = 4, T_k = 5
-    with pytest.raises(ValueError, match=MASK_FORMS + re.escape(str(shape)) + r".*key_padding_mask"):
+    with pytest.raises(ValueError, match=MASK_FORMS + re.escape(str(shape)) + r".*attention_mask"):
         module(query, key, mask=mask)
 
 
@@ -549,29 +549,29 @@ def test_no_keys_or_no_queries_both_paths_agree_with_torch(T_q, T_k):
             assert weights.shape == (2, 4, T_q, T_k)
 
 
-# --- key_padding_mask ------------------------------------------------------------------------
+# --- attention_mask (padding) ------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("need_weights", [True, False])
-def test_key_padding_mask_equals_torch(need_weights):
+def test_attention_mask_equals_torch_key_padding_mask_inverted(need_weights):
     ours, reference = pair(16, 4)
     query, memory = randn(3, 5, 16, seed=26), randn(3, 7, 16, seed=27)
     keep = padding_mask([7, 4, 1], 7)  # (N, T_k), True = real token
     expected, expected_w = reference(query, memory, memory, key_padding_mask=~keep,
                                      average_attn_weights=False)
-    got, got_w = ours(query, memory, key_padding_mask=keep, need_weights=need_weights)
+    got, got_w = ours(query, memory, attention_mask=keep, need_weights=need_weights)
     torch.testing.assert_close(got, expected)
     if need_weights:
         torch.testing.assert_close(got_w, expected_w)
 
 
-def test_key_padding_mask_is_not_misread_when_batch_equals_length():
-    """N == T_q: a (N, T_k) mask given as `mask` is read as (T_q, T_k); key_padding_mask is not."""
+def test_attention_mask_is_not_misread_when_batch_equals_length():
+    """N == T_q: a (N, T_k) mask given as `mask` is read as (T_q, T_k); attention_mask is not."""
     torch.manual_seed(0)
     module = MultiHeadAttention(8, 2).eval()
     x = randn(4, 4, 8, seed=28)  # N = T = 4
     keep = padding_mask([4, 3, 2, 1], 4)  # (N, T_k)
-    _, named = module(x, key_padding_mask=keep, need_weights=True)
+    _, named = module(x, attention_mask=keep, need_weights=True)
     _, as_4d = module(x, mask=keep[:, None, None, :], need_weights=True)
     _, as_2d = module(x, mask=keep, need_weights=True)
     torch.testing.assert_close(named, as_4d)
@@ -581,24 +581,46 @@ def test_key_padding_mask_is_not_misread_when_batch_equals_length():
 
 
 @pytest.mark.parametrize("need_weights", [True, False])
-def test_key_padding_mask_combines_with_mask(need_weights):
+def test_attention_mask_combines_with_mask(need_weights):
     ours, _ = pair(16, 4)
     x = randn(2, 5, 16, seed=29)
     keep = padding_mask([5, 3], 5)
     causal = torch.ones(5, 5, dtype=torch.bool).tril()
-    got, _ = ours(x, mask=causal, key_padding_mask=keep, need_weights=need_weights)
+    got, _ = ours(x, mask=causal, attention_mask=keep, need_weights=need_weights)
     expected, _ = ours(x, mask=keep[:, None, None, :] & causal, need_weights=need_weights)
     torch.testing.assert_close(got, expected)
 
 
-def test_key_padding_mask_bad_input(module):
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_attention_mask_of_0_and_1_as_a_tokenizer_returns_it(need_weights):
+    ours, _ = pair(16, 4)
+    x = randn(3, 5, 16, seed=30)
+    keep = padding_mask([5, 3, 1], 5)  # (N, T), True = real token
+    expected, _ = ours(x, attention_mask=keep, need_weights=need_weights)
+    for dtype in (torch.long, torch.int32, torch.uint8):
+        got, _ = ours(x, attention_mask=keep.to(dtype), need_weights=need_weights)
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)
+
+
+def test_pytorchs_key_padding_mask_is_refused_not_silently_inverted(module):
+    """nn.MultiheadAttention's key_padding_mask means True = padding: the name is not taken."""
+    query = torch.randn(2, 5, 8)
+    is_padding = ~padding_mask([5, 3], 5)  # (N, T_k), True = padding, as PyTorch wants it
+    with pytest.raises(TypeError, match="key_padding_mask"):
+        module(query, key_padding_mask=is_padding)
+
+
+def test_attention_mask_bad_input(module):
     query, key = torch.randn(2, 4, 8), torch.randn(2, 5, 8)
-    for bad in (torch.ones(2, 5), torch.ones(2, 5, dtype=torch.long), [[True] * 5] * 2):
-        with pytest.raises(TypeError, match=r"^key_padding_mask\b"):
-            module(query, key, key_padding_mask=bad)
+    for bad in (torch.ones(2, 5), torch.zeros(2, 5, dtype=torch.float16), [[True] * 5] * 2):
+        with pytest.raises(TypeError, match=r"^attention_mask\b"):
+            module(query, key, attention_mask=bad)
+    for values in ([0, 1, 2, 1, 1], [1, 1, -1, 0, 0]):
+        with pytest.raises(ValueError, match=r"^attention_mask\b.*0 and 1"):
+            module(query, key, attention_mask=torch.tensor([values, values]))
     for shape in ((2, 4), (3, 5), (5,), (2, 1, 1, 5)):
-        with pytest.raises(ValueError, match=r"^key_padding_mask\b"):
-            module(query, key, key_padding_mask=torch.ones(shape, dtype=torch.bool))
+        with pytest.raises(ValueError, match=r"^attention_mask\b"):
+            module(query, key, attention_mask=torch.ones(shape, dtype=torch.bool))
 
 
 # --- is_causal ---------------------------------------------------------------------------
@@ -638,13 +660,13 @@ def test_is_causal_fused_path_builds_no_mask(monkeypatch):
 
 
 @pytest.mark.parametrize("need_weights", [True, False])
-def test_is_causal_with_key_padding_mask(need_weights):
+def test_is_causal_with_attention_mask(need_weights):
     ours, reference = pair(16, 4)
     x = randn(3, 5, 16, seed=33)
     keep = padding_mask([5, 3, 1], 5)
     causal = torch.ones(5, 5, dtype=torch.bool).tril()
     expected, _ = reference(x, x, x, attn_mask=~causal, key_padding_mask=~keep)
-    got, _ = ours(x, is_causal=True, key_padding_mask=keep, need_weights=need_weights)
+    got, _ = ours(x, is_causal=True, attention_mask=keep, need_weights=need_weights)
     torch.testing.assert_close(got, expected)
 
 
@@ -678,7 +700,7 @@ def test_is_causal_with_left_padding_gives_no_nan():
     x = randn(2, 5, 16, seed=34)
     keep = padding_mask([5, 3], 5).flip(-1)  # sequence 1: padding first
     for need_weights in (True, False):
-        out, _ = module(x, is_causal=True, key_padding_mask=keep, need_weights=need_weights)
+        out, _ = module(x, is_causal=True, attention_mask=keep, need_weights=need_weights)
         assert not out.isnan().any()
         torch.testing.assert_close(out[1, :2], module.out_proj.bias.expand(2, 16))
 
@@ -795,7 +817,7 @@ TOLERANCE = {torch.float64: 1e-12, torch.float32: 1e-5, torch.float16: 1e-2, tor
        d_k=st.integers(1, 4), dtype=st.sampled_from(list(TOLERANCE)), need_weights=st.booleans(),
        causal=st.booleans(), seed=st.integers(0, 2**16))
 def test_property_against_float64(N, T_q, T_k, h, d_k, dtype, need_weights, causal, seed):
-    """key_padding_mask (which may leave a query no key), is_causal, cross-attention, any path."""
+    """attention_mask (which may leave a query no key), is_causal, cross-attention, any path."""
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
     module = MultiHeadAttention(h * d_k, h).to(dtype).eval()
@@ -803,7 +825,7 @@ def test_property_against_float64(N, T_q, T_k, h, d_k, dtype, need_weights, caus
     memory = torch.randn(N, T_k, h * d_k, generator=g).to(dtype)  # (N, T_k, d_model)
     keep = torch.rand(N, T_k, generator=g) < 0.7                  # (N, T_k): may remove every key
     allowed = keep[:, None, :] & (torch.ones(T_q, T_k, dtype=torch.bool).tril() if causal else True)
-    got, _ = module(query, memory, key_padding_mask=keep, is_causal=causal, need_weights=need_weights)
+    got, _ = module(query, memory, attention_mask=keep, is_causal=causal, need_weights=need_weights)
     expected = float64_reference(module, query, memory, memory, allowed)  # (N, T_q, d_model)
     assert not got.isnan().any()
     torch.testing.assert_close(got.double(), expected, atol=TOLERANCE[dtype], rtol=TOLERANCE[dtype])

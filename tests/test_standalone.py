@@ -7,6 +7,7 @@ the package installed from a wheel and no network: ``tools/standalone.py``.)
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
@@ -17,6 +18,11 @@ REPOSITORY = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
 SOURCE = f'git+{REPOSITORY["url"]}@{REPOSITORY["branch"]}'
 # The package from the repository, with an optional extra such as [bert].
 INSTALL = re.compile(r'    %pip install -q "attention-book(\[\w+\])? @ ' + re.escape(SOURCE) + '"$')
+# A path of the machine that executed a chapter: a home, a checkout, a virtual environment.
+MACHINE_PATH = re.compile(
+    r"(?<![\w.])/(?:work|home|root|tmp|Users|usr|opt|var|private|mnt|srv)/|site-packages|\b[A-Z]:\\\\"
+)
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
 DEVICE = re.compile(
     r'^device = torch\.device\("cuda" if torch\.cuda\.is_available\(\) else "cpu"\)$', re.M
 )
@@ -44,8 +50,10 @@ def test_first_code_cell_installs_the_package_in_colab_only(path):
         f"{path.name}: the install cell must start with\n" + "\n".join(expected)
         + f"\ngot:\n{first.source}"
     )
-    # Anything more (a chapter's own extra install) stays inside the Colab guard.
-    assert all(line.startswith("    ") for line in code[3:]), f"{path.name}:\n{first.source}"
+    # Anything more (a chapter's own extra install) stays inside the Colab guard; the cell
+    # ends by making an error print as one line, in the book and in Colab alike.
+    assert code[-1] == "%xmode Minimal", f"{path.name}:\n{first.source}"
+    assert all(line.startswith("    ") for line in code[3:-1]), f"{path.name}:\n{first.source}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
@@ -69,3 +77,39 @@ def test_the_pages_that_show_the_install_command_name_the_same_repository():
         for command in commands:
             assert command == f'pip install "attention-book @ {SOURCE}"', (page, command)
 
+
+
+def _texts(output: object) -> Iterator[str]:
+    """Every string of a cell output, colours removed, images left out (base64 is no text)."""
+    if isinstance(output, str):
+        yield ANSI.sub("", output)
+    elif isinstance(output, list):
+        for item in output:
+            yield from _texts(item)
+    elif isinstance(output, dict):
+        for key, value in output.items():
+            if not key.startswith("image/"):
+                yield from _texts(value)
+
+
+def test_a_machine_path_is_recognised():
+    assert MACHINE_PATH.search("File \x1b[32m/work/main/src/attention_book/x.py:86".replace("\x1b[32m", ""))
+    assert MACHINE_PATH.search("/root/.venv/lib/python3.11/site-packages/torch/nn/functional.py")
+    assert not MACHINE_PATH.search("ValueError: block_size must be an int >= 1, got 0 (1/2)")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_no_output_names_the_machine_it_ran_on(path):
+    for number, cell in enumerate(_code_cells(path), start=1):
+        for text in _texts(cell.get("outputs", [])):
+            match = MACHINE_PATH.search(text)
+            assert match is None, f"{path.name}, code cell {number}: {text[:200]!r}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_an_error_shows_as_one_line(path):
+    errors = [output for cell in _code_cells(path) for output in cell.get("outputs", [])
+              if output.output_type == "error"]
+    for error in errors:
+        lines = [ANSI.sub("", line).rstrip("\n") for line in error.traceback]
+        assert lines == [f"{error.ename}: {error.evalue}"], f"{path.name}: {lines}"

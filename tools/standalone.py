@@ -54,20 +54,34 @@ assert not any(Path.cwd().glob("*.py")), "the notebook folder must hold no Pytho
 
 interfaces = sorted(name for _, name in socket.if_nameindex())
 assert interfaces == ["lo"], f"network interfaces {interfaces}: the chapters must run without network"
+
+# `make nbval-generic` and `make nbval-avx2` choose PyTorch's CPU code path: it must be in effect.
+import torch
+
+wanted = os.environ.get("ATEN_CPU_CAPABILITY")
+assert not wanted or torch.backends.cpu.get_cpu_capability() == wanted.upper(), (
+    f"ATEN_CPU_CAPABILITY={wanted}, but torch runs {torch.backends.cpu.get_cpu_capability()}"
+)
 '''
 
 
-def build_wheel(work: Path) -> Path:
-    """Build the package's wheel from a copy of its sources; returns the wheel's path."""
+def copy_project(work: Path) -> Path:
+    """A copy of what the package is built from, in ``work/project`` (the tree stays untouched)."""
     project = work / "project"
     project.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy2(ROOT / name, project / name)
     shutil.copytree(
         ROOT / "src" / "attention_book",
         project / "src" / "attention_book",
         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
     )
+    return project
+
+
+def build_wheel(work: Path) -> Path:
+    """Build the package's wheel from a copy of its sources; returns the wheel's path."""
+    project = copy_project(work)
     dist = work / "dist"
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
@@ -143,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
     start = time.perf_counter()
+    path = os.environ.get("ATEN_CPU_CAPABILITY", "the machine's own")
+    print(f"standalone: PyTorch's CPU code path: {path}", flush=True)
     with tempfile.TemporaryDirectory(prefix="attention-book-standalone-") as tmp:
         work = Path(tmp)
         site = install_wheel(build_wheel(work), work)

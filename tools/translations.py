@@ -1,6 +1,8 @@
 """The Chinese edition's catalogs: update them from the English source, and check them.
 
     python tools/translations.py update           `make translations`
+    python tools/translations.py update book/chapters/03_why_scale --build /tmp/b
+                                                  only this catalog, extracting into /tmp/b
     python tools/translations.py check            `make translations-check` (in `make test`)
     python tools/translations.py check book/index ...   only these documents (quicker to read)
     python tools/translations.py stats            how far each catalog is (no extraction)
@@ -195,15 +197,30 @@ def fill_untranslatable(catalog) -> int:
     return filled
 
 
-def update(templates: Path, catalogs: Path) -> None:
-    """Merge the templates into the catalogs (sphinx-intl), then tidy what sphinx-intl leaves."""
+def update(templates: Path, catalogs: Path, documents: list[str] | None = None) -> None:
+    """Merge the templates into the catalogs (sphinx-intl), then tidy what sphinx-intl leaves.
+
+    With ``documents``, only their catalogs are touched (others may be edited meanwhile).
+    """
+    import shutil
+    import tempfile
+
     from sphinx_intl import basic
     from sphinx_intl.catalog import dump_po
 
     locale_dir = catalogs.parent.parent  # .../locales/zh_CN/LC_MESSAGES -> .../locales
-    basic.update(str(locale_dir), str(templates), (catalogs.parent.name,), ignore_obsolete=True, jobs=1)
     pots = _documents(templates, ".pot")
+    with tempfile.TemporaryDirectory() as chosen:
+        if documents is not None:  # merge these templates only
+            for name in documents:
+                target = Path(chosen) / pots[name].relative_to(templates)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(pots[name], target)
+            templates = Path(chosen)
+        basic.update(str(locale_dir), str(templates), (catalogs.parent.name,), ignore_obsolete=True, jobs=1)
     for name, po in _documents(catalogs, ".po").items():
+        if documents is not None and name not in documents:
+            continue
         if name not in pots:
             print(f"Delete: {po} (its document is gone)")
             po.unlink()
@@ -248,10 +265,10 @@ def main(argv: list[str] | None = None) -> int:
         print("Extracting the English messages (the gettext builder)...", flush=True)
         templates = build_gettext(build, warningiserror=True, nitpicky=False,
                                   keep_going=True, quiet=True)
+    documents = [d.removesuffix(".po").removesuffix(".md").removesuffix(".ipynb") for d in args.documents] or None
     if args.command == "update":
         args.catalogs.mkdir(parents=True, exist_ok=True)
-        update(templates, args.catalogs)
-    documents = [d.removesuffix(".po").removesuffix(".md").removesuffix(".ipynb") for d in args.documents] or None
+        update(templates, args.catalogs, documents)
     findings = audit(templates, args.catalogs, documents)
     pots = [pot for name, pot in _documents(templates, ".pot").items() if documents is None or name in documents]
     messages = sum(len(_entries(read_catalog(pot))) for pot in pots)

@@ -12,5 +12,5 @@ from .multihead import split_heads, merge_heads, MultiHeadAttention
 from .plotting import plot_attention
 from .positions import sinusoidal_positions, apply_rotary
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 __all__ = ['softmax', 'softmax_jacobian', 'scaled_dot_product_attention', 'BertConfig', 'extended_attention_mask', 'BertSelfAttention', 'KVCache', 'CausalSelfAttention', 'tiled_attention', 'causal_mask', 'padding_mask', 'mask_from_blocked', 'additive_mask', 'split_heads', 'merge_heads', 'MultiHeadAttention', 'plot_attention', 'sinusoidal_positions', 'apply_rotary']

@@ -2,7 +2,7 @@
 # Edit the chapter and run `make tangle`.
 """attention_book._checks: tangled from book/chapters/02_scaled_dot_product_attention.md."""
 
-__all__ = ['check_int', 'check_real', 'check_probability', 'check_floating', 'check_dim', 'broadcasts_to', 'check_qkv', 'check_mask', 'check_tokens']
+__all__ = ['check_int', 'check_real', 'check_probability', 'check_floating', 'check_dim', 'broadcasts_to', 'check_qkv', 'check_mask', 'check_real_tokens', 'check_tokens']
 
 
 # %% book/chapters/02_scaled_dot_product_attention.md, cell 35
@@ -72,7 +72,7 @@ def broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
         return False
 
 
-def check_qkv(query: object, key: object, value: object) -> None:
+def check_qkv(query: Tensor, key: Tensor, value: Tensor) -> None:
     """Attention inputs ``(..., T_q, d_k)``, ``(..., T_k, d_k)``, ``(..., T_k, d_v)``."""
     for name, tensor in (("query", query), ("key", key), ("value", value)):
         check_floating(name, tensor, min_dim=2)
@@ -105,7 +105,26 @@ def check_mask(mask: object, scores_shape: tuple[int, ...]) -> None:
         )
 
 
-def check_tokens(name: str, x: object, width_name: str, width: int, dtype: torch.dtype) -> None:
+def check_real_tokens(name: str, mask: object, shape_name: str, shape: tuple[int, int]) -> Tensor:
+    """A padding mask as transformers' ``attention_mask``: bool or 0/1, True or 1 = real token.
+
+    Returns it as a bool tensor of ``shape``, True = real token, False = padding.
+    """
+    if not isinstance(mask, Tensor) or mask.is_floating_point() or mask.is_complex():
+        got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
+        raise TypeError(
+            f"{name} must be a bool or integer tensor (True or 1 = real token, False or 0 = "
+            f"padding), got {got}"
+        )
+    if tuple(mask.shape) != shape:
+        raise ValueError(f"{name} must have shape {shape_name} = {shape}, got {tuple(mask.shape)}")
+    if mask.dtype != torch.bool and ((mask != 0) & (mask != 1)).any():
+        values = mask.unique().tolist()
+        raise ValueError(f"{name} must hold only 0 and 1 (1 = real token), got values {values}")
+    return mask.bool()
+
+
+def check_tokens(name: str, x: Tensor, width_name: str, width: int, dtype: torch.dtype) -> None:
     """A module's input ``(N, T, width)``, floating, of the dtype of the module's weights."""
     check_floating(name, x)
     if x.dim() != 3 or x.shape[-1] != width:

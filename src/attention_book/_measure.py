@@ -5,7 +5,7 @@
 __all__ = ['median_times', 'floor_forward', 'peak_memory', 'CountMatmuls']
 
 
-# %% book/chapters/06_multihead_attention.md, cell 73
+# %% book/chapters/06_multihead_attention.md, cell 75
 """What a computation costs: time, several functions side by side; peak memory, each case in
 a fresh process (added by the efficient-attention chapter).
 
@@ -54,14 +54,14 @@ def median_times(
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-# %% book/chapters/06_multihead_attention.md, cell 74
+# %% book/chapters/06_multihead_attention.md, cell 76
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
-from attention_book.multihead import merge_heads, split_heads
+from attention_book.multihead import MultiHeadAttention, merge_heads, split_heads
 
 
-def floor_forward(layer: nn.Module, x: Tensor, *, is_causal: bool = False) -> Tensor:
+def floor_forward(layer: MultiHeadAttention, x: Tensor, *, is_causal: bool = False) -> Tensor:
     """The floor: ``layer``'s four ``nn.Linear`` around the fused kernel, nothing else.
 
     Raises:
@@ -187,18 +187,22 @@ def peak_memory(
     return results
 
 
-# %% book/chapters/09_efficient_attention.md, cell 38
+# %% book/chapters/09_efficient_attention.md, cell 40
+from collections.abc import Callable
+from typing import Any
+
 import torch
 
 
 class CountMatmuls(torch.overrides.TorchFunctionMode):
     """Counts the matrix products (``a @ b``, ``torch.matmul``) made inside a ``with`` block."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self.count = 0
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):
+    def __torch_function__(self, func: Callable[..., Any], types: object, args: tuple[Any, ...] = (),
+                           kwargs: dict[str, Any] | None = None) -> Any:
         if getattr(func, "__name__", "") in ("matmul", "__matmul__"):
             self.count += 1
         return func(*args, **(kwargs or {}))

@@ -7,6 +7,7 @@ __all__ = ['BertConfig', 'extended_attention_mask', 'BertSelfAttention']
 
 # %% book/chapters/07_bert_self_attention.md, cell 6
 from dataclasses import dataclass
+from typing import Protocol
 
 
 @dataclass
@@ -27,6 +28,17 @@ class BertConfig:
     hidden_size: int = 768
     num_attention_heads: int = 12
     attention_probs_dropout_prob: float = 0.1
+
+
+class _BertSettings(Protocol):
+    """The type of ``config``: what ``BertSelfAttention`` reads, for type checkers."""
+
+    @property
+    def hidden_size(self) -> int: ...
+    @property
+    def num_attention_heads(self) -> int: ...
+    @property
+    def attention_probs_dropout_prob(self) -> float: ...
 
 
 # %% book/chapters/07_bert_self_attention.md, cell 9
@@ -85,7 +97,7 @@ class BertSelfAttention(nn.Module):
         ValueError: ``attention_probs_dropout_prob`` is outside ``[0, 1)``.
     """
 
-    def __init__(self, config) -> None:
+    def __init__(self, config: _BertSettings) -> None:
         super().__init__()
         self.hidden_size, self.num_attention_heads, dropout = _check_config(config)  # d_model, h, p
         self.attention_head_size = self.hidden_size // self.num_attention_heads  # d_k
@@ -105,12 +117,14 @@ class BertSelfAttention(nn.Module):
         attention_mask: Tensor | None = None,
         head_mask: Tensor | None = None,
         output_attentions: bool = False,
-    ) -> tuple[Tensor] | tuple[Tensor, Tensor]:
+    ) -> tuple[Tensor, ...]:
         """Self-attention over ``hidden_states``.
 
         Args:
             hidden_states: ``(N, T, d_model)`` with ``d_model = hidden_size``.
-            attention_mask: BERT's additive mask, of the dtype of ``hidden_states``, 4-D and
+            attention_mask: BERT's additive mask, added to the scores: 0 keeps a key,
+                ``finfo.min`` or ``-inf`` removes it (a tokenizer's 0/1 mask is refused: convert
+                it with ``extended_attention_mask``). Of the dtype of ``hidden_states``, 4-D and
                 broadcastable to ``(N, h, T, T)``: ``extended_attention_mask``'s
                 ``(N, 1, 1, T)`` or ``transformers``' ``(N, 1, T, T)``; not 3-D, as a
                 ``(N, 1, T)`` would be read as ``(h, 1, T)`` when ``N == h``. ``-inf`` entries
@@ -169,7 +183,7 @@ def _check_padding(attention_mask: object, dtype: object) -> None:
         raise ValueError("attention_mask must hold only 0 (padding) and 1 (real token)")
 
 
-def _check_config(config) -> tuple[int, int, float]:
+def _check_config(config: _BertSettings) -> tuple[int, int, float]:
     hidden_size = check_int("hidden_size", config.hidden_size)
     num_heads = check_int("num_attention_heads", config.num_attention_heads)
     if hidden_size % num_heads != 0:
@@ -181,7 +195,7 @@ def _check_config(config) -> tuple[int, int, float]:
     return hidden_size, num_heads, dropout
 
 
-def _check_attention_mask(mask: object, dtype: torch.dtype, scores_shape: tuple) -> None:
+def _check_attention_mask(mask: object, dtype: torch.dtype, scores_shape: tuple[int, ...]) -> None:
     if not isinstance(mask, Tensor) or not mask.is_floating_point():
         kind = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
         raise TypeError(
@@ -210,7 +224,7 @@ def _check_attention_mask(mask: object, dtype: torch.dtype, scores_shape: tuple)
         )
 
 
-def _head_mask_4d(head_mask: object, dtype: torch.dtype, scores_shape: tuple) -> Tensor:
+def _head_mask_4d(head_mask: object, dtype: torch.dtype, scores_shape: tuple[int, ...]) -> Tensor:
     """A head mask as ``(1, h, 1, 1)`` or another 4-D shape that broadcasts to the scores."""
     if not isinstance(head_mask, Tensor) or not head_mask.is_floating_point():
         kind = head_mask.dtype if isinstance(head_mask, Tensor) else type(head_mask).__name__
@@ -228,7 +242,8 @@ def _head_mask_4d(head_mask: object, dtype: torch.dtype, scores_shape: tuple) ->
     )
 
 
-def _check_forward(module, hidden_states, attention_mask, head_mask) -> Tensor | None:
+def _check_forward(module: "BertSelfAttention", hidden_states: Tensor, attention_mask: Tensor | None,
+                   head_mask: Tensor | None) -> Tensor | None:
     """Check the inputs of ``forward``; returns ``head_mask`` as a 4-D tensor (or None)."""
     dtype = module.query.weight.dtype
     check_tokens("hidden_states", hidden_states, "hidden_size", module.hidden_size, dtype)

@@ -6,6 +6,8 @@ __all__ = ['KVCache', 'CausalSelfAttention']
 
 
 # %% book/chapters/10_generating_text.md, cell 19
+import weakref
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -26,6 +28,10 @@ class KVCache:
     positions in order, the newest last, when several tokens are appended at once: the causal
     mask of ``CausalSelfAttention`` assumes it.
 
+    A cache holds one layer's keys and values: it belongs to the first ``CausalSelfAttention``
+    that uses it, and any other layer that is given it raises ``ValueError``; give each layer a
+    cache of its own.
+
     For inference only: the buffer is written in place, so keys and values that require
     gradients are refused while gradients are recorded; decode under ``torch.no_grad()`` or
     ``torch.inference_mode()``.
@@ -35,6 +41,7 @@ class KVCache:
         self._keys: Tensor | None = None    # (N, h_kv, capacity, d_k)
         self._values: Tensor | None = None  # (N, h_kv, capacity, d_v)
         self._length = 0
+        self._layer: weakref.ref[nn.Module] | None = None  # the layer it belongs to, once used
 
     def __len__(self) -> int:
         return self._length
@@ -72,21 +79,22 @@ class KVCache:
         """
         _check_append(self, keys, values)
         start, end = self._length, self._length + keys.shape[2]
-        if self._keys is None or end > self.capacity:
-            self._grow(keys, values, max(end, 2 * self.capacity))
+        if self._keys is None or self._values is None or end > self.capacity:
+            self._keys, self._values = self._grown(keys, values, max(end, 2 * self.capacity))
         self._keys[:, :, start:end] = keys      # (N, h_kv, T_new, d_k)
         self._values[:, :, start:end] = values  # (N, h_kv, T_new, d_v)
         self._length = end
-        return self.keys, self.values
+        return self._keys[:, :, :end], self._values[:, :, :end]  # (N, h_kv, T, d_k), (N, h_kv, T, d_v)
 
-    def _grow(self, keys: Tensor, values: Tensor, capacity: int) -> None:
+    def _grown(self, keys: Tensor, values: Tensor, capacity: int) -> tuple[Tensor, Tensor]:
+        """Buffers of ``capacity`` positions that hold the cached ones."""
         N, h_kv, _, d_k = keys.shape
         new_keys = keys.new_empty(N, h_kv, capacity, d_k)                   # (N, h_kv, capacity, d_k)
         new_values = values.new_empty(N, h_kv, capacity, values.shape[-1])  # (N, h_kv, capacity, d_v)
-        if self._length:
+        if self.keys is not None and self.values is not None:
             new_keys[:, :, : self._length] = self.keys
             new_values[:, :, : self._length] = self.values
-        self._keys, self._values = new_keys, new_values
+        return new_keys, new_values
 
 
 # %% book/chapters/10_generating_text.md, cell 21
@@ -147,6 +155,7 @@ class CausalSelfAttention(nn.Module):
             TypeError: ``x`` is not a floating tensor of the weights' dtype.
             TypeError: ``cache`` is not a ``KVCache``, or holds another dtype.
             ValueError: ``x`` is not ``(N, T, d_model)``.
+            ValueError: ``cache`` belongs to another layer (the first that used it).
             ValueError: ``cache`` holds another batch size, or keys of another shape or device.
             RuntimeError: ``cache`` is given while gradients are recorded and the keys require them.
         """
@@ -160,6 +169,7 @@ class CausalSelfAttention(nn.Module):
         k = apply_rotary(k, positions, base=self.rope_base)  # (N, h_kv, T, d_k)
         if cache is not None:
             k, v = cache.append(k, v)  # (N, h_kv, T_k, d_k) each: the cache, new positions last
+            cache._layer = weakref.ref(self)  # the cache is this layer's from now on
         heads = _causal_attention(q, k, v)  # (N, h, T, d_k)
         return self.o_proj(merge_heads(heads))  # (N, T, d_model)
 
@@ -212,7 +222,7 @@ def _check_fits(name: str, cached: Tensor | None, shape: tuple[int, ...], dtype:
         )
 
 
-def _check_append(cache: "KVCache", keys: object, values: object) -> None:
+def _check_append(cache: "KVCache", keys: Tensor, values: Tensor) -> None:
     check_floating("keys", keys, min_dim=4)
     check_floating("values", values, min_dim=4)
     if keys.dim() != 4 or values.dim() != 4 or keys.shape[:3] != values.shape[:3]:
@@ -234,11 +244,16 @@ def _check_append(cache: "KVCache", keys: object, values: object) -> None:
     _check_fits("values", cache.values, tuple(values.shape), values.dtype, values.device)
 
 
-def _check_forward(module: "CausalSelfAttention", x: object, cache: object) -> None:
+def _check_forward(module: "CausalSelfAttention", x: Tensor, cache: object) -> None:
     check_tokens("x", x, "d_model", module.d_model, module.q_proj.weight.dtype)
     if cache is None:
         return
     if not isinstance(cache, KVCache):
         raise TypeError(f"cache must be a KVCache or None, got {type(cache).__name__}")
+    if cache._layer is not None and cache._layer() is not module:
+        raise ValueError(
+            "cache holds the keys and values of another CausalSelfAttention layer (the first "
+            "that used it): give each layer a KVCache of its own"
+        )
     keys_shape = (x.shape[0], module.num_kv_heads, x.shape[1], module.d_k)  # (N, h_kv, T, d_k): this call's keys
     _check_fits("cache", cache.keys, keys_shape, x.dtype, x.device)

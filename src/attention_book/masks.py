@@ -12,7 +12,9 @@ from torch import Tensor
 from attention_book._checks import check_int
 
 
-def causal_mask(T_q: int, T_k: int | None = None, *, device=None) -> Tensor:
+def causal_mask(
+    T_q: int, T_k: int | None = None, *, device: torch.device | str | None = None
+) -> Tensor:
     """The causal mask: query ``i`` may attend to key ``j`` when ``j <= i``.
 
     Args:
@@ -39,8 +41,10 @@ def causal_mask(T_q: int, T_k: int | None = None, *, device=None) -> Tensor:
 # %% book/chapters/05_masked_attention.md, cell 21
 from collections.abc import Sequence
 
+import numpy as np
 
-def padding_mask(lengths: Tensor | Sequence[int], max_len: int | None = None) -> Tensor:
+
+def padding_mask(lengths: Tensor | np.ndarray | Sequence[int], max_len: int | None = None) -> Tensor:
     """The padding mask of a batch of sequences padded at the end.
 
     Args:
@@ -106,9 +110,6 @@ def additive_mask(allowed: Tensor, *, dtype: torch.dtype = torch.float32) -> Ten
 
 
 # %% book/chapters/05_masked_attention.md, cell 27
-import numpy as np
-
-
 def _checked_lengths(lengths: object, max_len: object) -> tuple[Tensor, int]:
     """``lengths`` as a 1-D int64 tensor, and ``max_len`` (default: the longest) as an int."""
     if isinstance(lengths, np.ndarray) and lengths.dtype.kind in "iu":  # signed, unsigned ints

@@ -85,7 +85,7 @@ class MultiHeadAttention(nn.Module):
         value: Tensor | None = None,
         mask: Tensor | None = None,
         *,
-        key_padding_mask: Tensor | None = None,
+        attention_mask: Tensor | None = None,
         is_causal: bool = False,
         need_weights: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
@@ -94,16 +94,19 @@ class MultiHeadAttention(nn.Module):
         ``key`` defaults to ``query``, and ``value`` to ``key``: with neither given,
         ``value`` is ``query`` (self-attention); with only ``key`` given, ``value`` is ``key``.
 
-        What a query may attend to (all optional, bool, True = may attend):
+        What a query may attend to (all optional; True or 1 always means "use this key"):
 
-        - ``key_padding_mask`` ``(N, T_k)``: True = real token, False = padding.
+        - ``attention_mask`` ``(N, T_k)``, bool or 0/1 integers: True (1) = real token, False
+          (0) = padding, as transformers' ``attention_mask`` and ``padding_mask`` give it.
+          (``nn.MultiheadAttention``'s ``key_padding_mask`` means the opposite, True =
+          padding; this module has no argument of that name, so it is refused.)
         - ``is_causal=True``: query ``i`` sees keys ``0..i`` (top-left, as PyTorch's
           ``is_causal``). The fused path passes it to PyTorch's kernel and builds no
-          ``(T_q, T_k)`` mask, unless a ``key_padding_mask`` comes with it.
-        - ``mask``: 2-D, read as ``(T_q, T_k)`` and shared by the batch and the heads; or 4-D,
-          broadcastable to ``(N, h, T_q, T_k)``. Not together with ``is_causal=True``. A
-          padding mask ``(N, T_k)`` passed here is read as ``(T_q, T_k)`` whenever
-          ``N == T_q``: pass it as ``key_padding_mask``.
+          ``(T_q, T_k)`` mask, unless an ``attention_mask`` comes with it.
+        - ``mask``: bool, True = may attend; 2-D, read as ``(T_q, T_k)`` and shared by the
+          batch and the heads; or 4-D, broadcastable to ``(N, h, T_q, T_k)``. Not together
+          with ``is_causal=True``. A padding mask ``(N, T_k)`` passed here is read as
+          ``(T_q, T_k)`` whenever ``N == T_q``: pass it as ``attention_mask``.
 
         Masks given together combine: a key must be allowed by each. A query that may
         attend to nothing gets a zero context (its output is ``out_proj.bias``), never NaN: on
@@ -118,20 +121,21 @@ class MultiHeadAttention(nn.Module):
 
         Raises:
             TypeError: an input is not a floating tensor of the dtype of the module's weights.
-            TypeError: a mask is not bool, or ``is_causal`` is not a bool.
+            TypeError: ``mask`` is not bool, or ``attention_mask`` not bool or integer.
+            TypeError: ``is_causal`` is not a bool.
             ValueError: an input is not ``(N, T, d_model)``, or the batch sizes differ.
             ValueError: ``key`` and ``value`` have different lengths.
             ValueError: ``mask`` is not 2-D or 4-D, or does not broadcast.
-            ValueError: ``key_padding_mask`` is not ``(N, T_k)``.
+            ValueError: ``attention_mask`` is not ``(N, T_k)``, or holds values other than 0 and 1.
             ValueError: ``mask`` is given with ``is_causal=True``.
         """
         key = query if key is None else key
         value = key if value is None else value
-        _check_forward(self, query, key, value, mask, key_padding_mask, is_causal)
+        real = _check_forward(self, query, key, value, mask, attention_mask, is_causal)  # (N, T_k) bool
         q = split_heads(self.q_proj(query), self.num_heads)  # (N, h, T_q, d_k)
         k = split_heads(self.k_proj(key), self.num_heads)    # (N, h, T_k, d_k)
         v = split_heads(self.v_proj(value), self.num_heads)  # (N, h, T_k, d_k)
-        padding = None if key_padding_mask is None else key_padding_mask[:, None, None, :]  # (N, 1, 1, T_k)
+        padding = None if real is None else real[:, None, None, :]  # (N, 1, 1, T_k): False = padding
         build_causal = is_causal and (need_weights or padding is not None)
         causal = causal_mask(q.shape[2], k.shape[2], device=q.device) if build_causal else None  # (T_q, T_k)
         given = [m for m in (mask, padding, causal) if m is not None]
@@ -152,7 +156,7 @@ class MultiHeadAttention(nn.Module):
 
 
 # %% book/chapters/06_multihead_attention.md, cell 39
-from attention_book._checks import broadcasts_to, check_probability, check_tokens
+from attention_book._checks import broadcasts_to, check_probability, check_real_tokens, check_tokens
 
 
 def _check_split(x: object, num_heads: int) -> None:
@@ -188,7 +192,7 @@ def _check_bool(name: str, mask: object, meaning: str) -> None:
         raise TypeError(f"{name} must be a bool tensor ({meaning}), got {got}")
 
 
-def _check_mask(mask: object, expected: tuple[int, int, int, int]) -> None:
+def _check_mask(mask: Tensor, expected: tuple[int, int, int, int]) -> None:
     _check_bool("mask", mask, "True = may attend")
     # Only 2-D and 4-D: a 3-D (N, T_q, T_k) would be read as (h, T_q, T_k) when N == h.
     if not (mask.dim() == 2 and broadcasts_to(mask.shape, expected[2:])
@@ -197,11 +201,13 @@ def _check_mask(mask: object, expected: tuple[int, int, int, int]) -> None:
             f"mask must be 2-D, broadcastable to (T_q, T_k) = {expected[2:]} and shared by "
             f"the batch and the heads, or 4-D, broadcastable to (N, h, T_q, T_k) = "
             f"{expected}; got shape {tuple(mask.shape)}. A padding mask (N, T_k) goes in "
-            f"key_padding_mask"
+            f"attention_mask"
         )
 
 
-def _check_forward(module, query, key, value, mask, key_padding_mask, is_causal) -> None:
+def _check_forward(module: "MultiHeadAttention", query: Tensor, key: Tensor, value: Tensor,
+                   mask: Tensor | None, attention_mask: Tensor | None, is_causal: bool) -> Tensor | None:
+    """Check the inputs of ``forward``; returns ``attention_mask`` as bool (or None)."""
     for name, x in (("query", query), ("key", key), ("value", value)):
         check_tokens(name, x, "d_model", module.d_model, module.q_proj.weight.dtype)
     if not query.shape[0] == key.shape[0] == value.shape[0]:
@@ -217,17 +223,13 @@ def _check_forward(module, query, key, value, mask, key_padding_mask, is_causal)
     (N, T_q, _), T_k = query.shape, key.shape[1]
     if mask is not None:
         _check_mask(mask, (N, module.num_heads, T_q, T_k))
-    if key_padding_mask is not None:
-        _check_bool("key_padding_mask", key_padding_mask, "True = real token")
-        if key_padding_mask.shape != (N, T_k):
-            raise ValueError(
-                f"key_padding_mask must have shape (N, T_k) = {(N, T_k)}, "
-                f"got {tuple(key_padding_mask.shape)}"
-            )
     if not isinstance(is_causal, bool):
         raise TypeError(f"is_causal must be a bool, got {type(is_causal).__name__}")
     if is_causal and mask is not None:
         raise ValueError(
             "mask cannot be given with is_causal=True: combine them into one mask, "
-            "causal_mask(T_q, T_k) & mask, or pass key_padding_mask with is_causal"
+            "causal_mask(T_q, T_k) & mask, or pass attention_mask with is_causal"
         )
+    if attention_mask is None:
+        return None
+    return check_real_tokens("attention_mask", attention_mask, "(N, T_k)", (N, T_k))

@@ -7,26 +7,29 @@ __all__ = ['plot_attention']
 
 # %% book/chapters/01_what_is_attention.md, cell 38
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-import matplotlib
 import numpy as np
 import torch
-from matplotlib.axes import Axes
+
+if TYPE_CHECKING:  # matplotlib is imported when a plot is drawn, not with the package
+    from matplotlib.axes import Axes
+    from matplotlib.image import AxesImage
 
 _ANNOTATE_UP_TO = 12  # by default, write the weights into the cells up to 12 x 12
 
 
 def plot_attention(
-    weights,
-    query_labels: Iterable | None = None,
-    key_labels: Iterable | None = None,
+    weights: torch.Tensor | np.ndarray,
+    query_labels: Iterable[object] | None = None,
+    key_labels: Iterable[object] | None = None,
     *,
-    ax: Axes | None = None,
+    ax: "Axes | None" = None,
     title: str | None = None,
     annotate: bool | None = None,
     cmap: str = "viridis",
     colorbar_label: str = "weight",
-) -> Axes:
+) -> "Axes":
     """Draw a (T_q, T_k) matrix of attention weights as a heatmap: row = query, column = key.
 
     Args:
@@ -53,12 +56,14 @@ def plot_attention(
         TypeError: ``colorbar_label`` is not a string.
         ValueError: ``weights`` is not 2-D.
         ValueError: the number of ``query_labels`` is not ``T_q``, or of ``key_labels`` not ``T_k``.
+        ImportError: matplotlib is not installed (``pip install 'attention-book[plot]'``).
     """
     array = _weights_as_array(weights)  # (T_q, T_k), float64
     query_labels = _labels_as_list("query_labels", query_labels, array.shape, 0)
     key_labels = _labels_as_list("key_labels", key_labels, array.shape, 1)
     _check_colorbar_label(colorbar_label)
     T_q, T_k = array.shape
+    matplotlib = _matplotlib()  # imported now, when a plot is drawn
     if ax is None:
         import matplotlib.pyplot as plt
 
@@ -84,13 +89,28 @@ def plot_attention(
 
 
 # %% book/chapters/01_what_is_attention.md, cell 40
+from types import ModuleType
+
+
+def _matplotlib() -> ModuleType:
+    """matplotlib, imported on first use, or an ImportError that says how to install it."""
+    try:
+        import matplotlib
+    except ImportError as error:
+        raise ImportError(
+            "plot_attention needs matplotlib, which attention-book installs only with its "
+            "plotting extra: pip install 'attention-book[plot]'"
+        ) from error
+    return matplotlib
+
+
 def _weights_as_array(weights: object) -> np.ndarray:
     """A float64 (T_q, T_k) numpy copy of a tensor or array of real weights."""
     if isinstance(weights, torch.Tensor):
         if weights.is_complex():
             raise TypeError(f"weights must be real, got a complex tensor of {weights.dtype}")
         weights = weights.detach().cpu().double().numpy()  # any device, dtype, requires_grad
-    if np.iscomplexobj(weights):
+    if isinstance(weights, np.ndarray) and np.iscomplexobj(weights):
         raise TypeError("weights must be real, got complex numbers")
     try:
         array = np.asarray(weights, dtype=np.float64)
@@ -104,7 +124,7 @@ def _weights_as_array(weights: object) -> np.ndarray:
     return array
 
 
-def _labels_as_list(name: str, labels: object, shape: tuple, axis: int) -> list | None:
+def _labels_as_list(name: str, labels: object, shape: tuple[int, ...], axis: int) -> list[object] | None:
     """The labels as a list (None stays None), one per row (axis 0) or column (axis 1)."""
     if labels is None:
         return None
@@ -134,7 +154,7 @@ def _cell_text(value: float) -> str:
     return f"{value:.2f}"
 
 
-def _annotate_cells(ax: Axes, image, array: np.ndarray) -> None:
+def _annotate_cells(ax: "Axes", image: "AxesImage", array: np.ndarray) -> None:
     for (row, column), value in np.ndenumerate(array):
         dark = False  # a cell that is not finite is light grey: black text
         if np.isfinite(value):

@@ -10,14 +10,21 @@ import torch
 from torch import Tensor
 
 
-def _frequencies(d: int, base: float, dtype: torch.dtype, device=None) -> Tensor:
+def _frequencies(
+    d: int, base: float, dtype: torch.dtype, device: torch.device | str | None = None
+) -> Tensor:
     """theta_r = base^(-2r / d) for r = 0 .. d/2 - 1, computed as transformers does."""
     exponents = torch.arange(0, d, 2, dtype=dtype, device=device) / d  # (d/2,): 2r / d
     return 1.0 / base**exponents  # (d/2,)
 
 
 def sinusoidal_positions(
-    T: int, d_model: int, *, base: float = 10000.0, dtype: torch.dtype = torch.float32, device=None
+    T: int,
+    d_model: int,
+    *,
+    base: float = 10000.0,
+    dtype: torch.dtype = torch.float32,
+    device: torch.device | str | None = None,
 ) -> Tensor:
     """The sinusoidal position encodings of the original Transformer, one row per position.
 
@@ -129,7 +136,7 @@ def _check_positions(positions: object, T: int, device: torch.device) -> Tensor:
     return positions.to(device)
 
 
-def _check_rotary(x: object, positions: object, base: object) -> tuple[Tensor, float]:
+def _check_rotary(x: Tensor, positions: object, base: object) -> tuple[Tensor, float]:
     check_floating("x", x, min_dim=2)
     if x.shape[-1] == 0 or x.shape[-1] % 2:
         raise ValueError(
