@@ -1,0 +1,80 @@
+"""Sphinx extension of the book: every chapter opens with the reading time of its main line.
+
+The main line is what a chapter shows with nothing unfolded: its prose and its visible code,
+without dropdowns, folded cells, solutions, hidden outputs and math. The reading time is
+computed from the page as built, never typed: English words at 200 a minute, Chinese
+characters at 400 a minute, visible lines of code at 25 a minute. The same count
+(`main_line`) checks each chapter's budget in tests/test_browser.py: at most 2,500 words and
+250 lines of code. Loaded through `sphinx.local_extensions` in `_config.yml`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from bs4 import BeautifulSoup, Tag
+
+# What a reader does not see before unfolding it (the selectors of the book's main-line count).
+HIDDEN = ["details", ".solution", ".dropdown", ".toggle", ".tag_hide-input .cell_input",
+          ".tag_hide-cell", ".tag_hide-output .cell_output", ".tag_remove-input", ".tag_remove-cell"]
+NOT_PROSE = ".math, mjx-container, script, .headerlink, .reading-time"
+WORD = re.compile(r"[A-Za-z0-9_]+")
+CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+PER_MINUTE = {"words": 200, "characters": 400, "code lines": 25}
+CHAPTERS = "book/chapters/"
+LABELS = {  # the line under the title, in the page's language
+    "en": "Reading time: about {minutes} min for the main line (folded cells and dropdowns "
+          "are extra).",
+    "zh_CN": "阅读时间：主线约 {minutes} 分钟（折叠的单元和下拉块另计）。",
+}
+
+
+@dataclass(frozen=True)
+class MainLine:
+    words: int  # English words (and numbers) of the visible prose
+    characters: int  # Chinese characters of the visible prose
+    code_lines: int  # non-blank lines of visible code
+
+    @property
+    def minutes(self) -> int:
+        total = (self.words / PER_MINUTE["words"] + self.characters / PER_MINUTE["characters"]
+                 + self.code_lines / PER_MINUTE["code lines"])
+        return max(1, math.ceil(total))
+
+
+def main_line(html: str | Tag) -> MainLine:
+    """Count what shows of a chapter (its article, or its body) with nothing unfolded."""
+    soup = BeautifulSoup(str(html), "html.parser")
+    for selector in HIDDEN:
+        for element in soup.select(selector):
+            element.decompose()
+    for element in soup.select(NOT_PROSE):
+        element.decompose()
+    code = sum(1 for pre in soup.select(".cell_input pre, div.highlight pre")
+               if not pre.find_parent(class_="cell_output")
+               for line in pre.get_text().splitlines() if line.strip())
+    for element in soup.select(".cell, div.highlight, pre"):
+        element.decompose()
+    text = soup.get_text(" ")
+    return MainLine(len(WORD.findall(text)), len(CJK.findall(text)), code)
+
+
+def _add_reading_time(app, pagename, templatename, context, doctree):
+    if not pagename.startswith(CHAPTERS) or "body" not in context:
+        return
+    body = context["body"]
+    count = main_line(body)
+    label = LABELS.get(app.config.language or "en", LABELS["en"]).format(minutes=count.minutes)
+    title = (f"{count.words} words, {count.characters} Chinese characters and {count.code_lines} "
+             f"lines of code in view")
+    line = f'<p class="reading-time" title="{title}">{label}</p>'
+    end = body.find("</h1>")
+    if end >= 0:
+        context["body"] = body[: end + 5] + "\n" + line + body[end + 5:]
+
+
+def setup(app):
+    app.connect("html-page-context", _add_reading_time)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
