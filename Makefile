@@ -10,7 +10,8 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: book test install tangle tangle-check notebooks notebooks-check typecheck dist unit nbval \
+.PHONY: book test install tangle tangle-check notebooks notebooks-zh notebooks-check typecheck dist \
+	unit nbval \
 	nbval-generic nbval-avx2 build \
 	test-browser chromium clean bench translations translations-check lint-workflows
 
@@ -44,9 +45,17 @@ tangle-check: install
 
 notebooks: install tangle
 	$(BIN)/python tools/notebooks.py $(CHAPTERS)
+	$(BIN)/python tools/chinese_notebooks.py
+
+# The Chinese notebooks (book/chapters/zh/, what a Chinese page's Colab button opens): each
+# English notebook with its prose replaced, message by message, by the chapter's catalog; code
+# and outputs copied unchanged. Run it after translating (`make translations`).
+notebooks-zh: install
+	$(BIN)/python tools/chinese_notebooks.py
 
 notebooks-check: install
 	$(BIN)/python tools/notebooks.py --check
+	$(BIN)/python tools/chinese_notebooks.py --check
 
 # The package's types: mypy --strict on src/attention_book and on tests/typed_usage.py, a
 # script that uses every public name as a stranger's strictly typed code would ([tool.mypy]).
