@@ -7,6 +7,9 @@ paths (tools/editions.py builds them with `language = zh_CN`). This extension:
   (`templates/edition-link.html`, listed in the theme's `article_header_end` in `_config.yml`,
   styled by `static/book_i18n.css`); it is a relative `<a href>`, so it works without
   JavaScript and wherever the site is published;
+- beside it, links to the PDF of each edition (`templates/pdf-links.html`, `PDF_NAMES`), which
+  `make pdf` writes into the site after the HTML build (tools/pdf.py); labelled in the page's
+  language;
 - gives the Chinese edition its own title (`book_edition_titles`);
 - keeps display math out of the translation catalogs: math is shared by both editions;
 - translates the part captions of `_toc.yml`, which Sphinx alone would leave in English;
@@ -42,6 +45,13 @@ TRANSLATION_FOLDER = "zh"  # the Chinese edition inside the English one
 LINKS = {
     "en": {"text": "中文", "lang": "zh-CN", "title": "本页的中文版"},
     "zh_CN": {"text": "English", "lang": "en", "title": "This page in English"},
+}
+# The PDF of each edition, by language, at the root of the edition's folder (`make pdf`).
+PDF_NAMES = {"en": "attention-executable.pdf", "zh_CN": "attention-executable-zh.pdf"}
+# The links to them in the header, in the language of the page (translated by CATALOG).
+PDF_LINKS = {
+    "en": {"text": "PDF (English)", "title": "The English edition as a PDF", "lang": "en"},
+    "zh_CN": {"text": "PDF (Chinese)", "title": "The Chinese edition as a PDF", "lang": "zh-CN"},
 }
 # The book's own message catalog: the labels below that no package translates.
 CATALOG = "book_i18n"
@@ -85,6 +95,15 @@ INTERFACE_LABELS = {
             "Toggle secondary sidebar": "显示或隐藏目录",
             "Main": "主导航",
             "Page": "本页目录",
+            # the links to the PDFs (PDF_LINKS)
+            "PDF (English)": "PDF（英文版）",
+            "PDF (Chinese)": "PDF（中文版）",
+            "The English edition as a PDF": "本书英文版的 PDF",
+            "The Chinese edition as a PDF": "本书中文版的 PDF",
+            # written by the PDF's LaTeX (tools/book_latex.py)
+            "Chapter {number}": "第 {number} 章",
+            "Appendix {number}": "附录 {number}",
+            "Contents": "目录",
         },
     },
 }
@@ -110,6 +129,17 @@ def other_edition_href(pagename: str, language: str | None) -> str:
     if is_translation(language):
         return f"{up}../{pagename}.html"
     return f"{up}{TRANSLATION_FOLDER}/{pagename}.html"
+
+
+def pdf_links(pagename: str, language: str | None) -> list[dict[str, str]]:
+    """The header's links to the PDFs from page `pagename`: its own edition's first."""
+    up = "../" * pagename.count("/")
+    own, other = ("zh_CN", "en") if is_translation(language) else ("en", "zh_CN")
+    folders = {own: up, other: up + ("../" if is_translation(language) else f"{TRANSLATION_FOLDER}/")}
+    translate = get_translation(CATALOG) if is_translation(language) else str
+    return [{"href": f"{folders[edition]}{PDF_NAMES[edition]}", "lang": PDF_LINKS[edition]["lang"],
+             "text": translate(PDF_LINKS[edition]["text"]), "title": translate(PDF_LINKS[edition]["title"])}
+            for edition in (own, other)]
 
 
 class KeepDisplayMathShared(SphinxTransform):
@@ -236,6 +266,7 @@ def _edition_link(app, pagename, templatename, context, doctree) -> None:
     link = dict(LINKS["zh_CN" if is_translation(app.config.language) else "en"])
     link["href"] = other_edition_href(pagename, app.config.language)
     context["book_edition_link"] = link
+    context["book_pdf_links"] = pdf_links(pagename, app.config.language)
     # templates/layout.html passes each page through it
     context["book_fixed_labels"] = translate_fixed_labels if is_translation(app.config.language) else str
 
