@@ -13,7 +13,8 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 .PHONY: book test install tangle tangle-check notebooks notebooks-zh notebooks-check typecheck dist \
 	unit nbval \
 	nbval-generic nbval-avx2 build \
-	test-browser chromium clean bench translations translations-check lint-workflows
+	test-browser chromium clean bench translations translations-check lint-workflows \
+	pdf test-pdf texlive
 
 book: install build
 
@@ -21,7 +22,7 @@ book: install build
 # to install; the translations are checked before the build; the browser check reads the HTML
 # that `build` writes.
 test: install chromium lint-workflows tangle-check notebooks-check typecheck unit dist nbval \
-	nbval-generic translations-check build test-browser
+	nbval-generic translations-check build test-browser test-pdf
 
 # --- environment ---------------------------------------------------------------------------
 # torch==2.13.0 goes first, alone: it is the CPU build this machine has on disk; anything that
@@ -135,6 +136,40 @@ chromium:
 		exit 1; \
 	fi; \
 	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $(BROWSER_PACKAGES)
+
+# The book on paper: a PDF of each edition, made by XeLaTeX from Sphinx's LaTeX (tools/pdf.py,
+# tools/book_latex.py), copied into the site that `build` writes, which links both from every
+# page: _build/html/attention-executable.pdf and _build/html/zh/attention-executable-zh.pdf.
+# Fails on a warning, a missing character, an undefined reference or text pushed off the page.
+pdf: install texlive build
+	$(BIN)/python tools/pdf.py -W -n --keep-going
+
+# Both PDFs (tests/test_pdf.py): length, embedded fonts (a CJK one in the Chinese PDF), the title
+# of every page, the figures, the XeLaTeX log, the links from every HTML page, and pages rendered
+# as images (saved to _build/pdf-pages/). The variable lets `make unit` skip the file.
+test-pdf: install pdf
+	ATTENTION_BOOK_TEST_PDF=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_pdf.py
+
+# Debian's TeX Live with XeLaTeX, Chinese and latexmk, the fonts of _config.yml's latex_elements,
+# and poppler-utils (test-pdf): installed with apt-get when missing and make runs as root (as in
+# CI); otherwise make stops and says what to install.
+PDF_FILES := /usr/bin/xelatex /usr/bin/latexmk /usr/bin/pdftoppm \
+	/usr/share/texlive/texmf-dist/tex/xelatex/xecjk/xeCJK.sty \
+	/usr/share/texlive/texmf-dist/tex/latex/newunicodechar/newunicodechar.sty \
+	/usr/share/fonts/opentype/freefont/FreeSerif.otf /usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf \
+	/usr/share/fonts/opentype/noto/NotoSerifCJK-Regular.ttc
+PDF_PACKAGES := texlive-xetex texlive-latex-recommended texlive-latex-extra texlive-fonts-recommended \
+	texlive-lang-chinese latexmk fonts-freefont-otf fonts-dejavu-core fonts-noto-cjk poppler-utils
+texlive:
+	@missing=""; for file in $(PDF_FILES); do test -e $$file || missing="$$missing $$file"; done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then \
+		echo "The PDF needs Debian's packages $(PDF_PACKAGES); missing:$$missing" >&2; \
+		echo "Install them as root, then run make again:" >&2; \
+		echo "    sudo apt-get install -y $(PDF_PACKAGES)" >&2; \
+		exit 1; \
+	fi; \
+	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $(PDF_PACKAGES)
 
 clean:
 	rm -rf _build
