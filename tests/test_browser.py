@@ -8,7 +8,7 @@ The book has two editions: English in ``_build/html`` and Chinese (中文版) in
 ``_build/html/zh``, with the same page paths. Through every page of ``_toc.yml``, in both:
 no console errors, every request served from localhost, math typeset by MathJax, every image
 loaded, and each chapter's Colab button opens its committed notebook on the repository's
-branch (the same notebook in both editions). Then: the search page finds "softmax", and the
+branch, in the page's language (book/chapters/zh/ on a Chinese page). Then: the search page finds "softmax", and the
 Chinese one finds 掩码 (masking) in the masking chapter; the link in every page's header opens
 the same page in the other edition, both ways, with JavaScript on and off; Chinese pages
 declare ``lang="zh-CN"`` and their text is drawn with a CJK font; figures keep a white
@@ -271,7 +271,7 @@ def test_every_public_name_is_in_the_api_reference(edition):
 
 @pytest.mark.parametrize("edition", EDITIONS)
 def test_each_colab_button_opens_a_committed_notebook_on_the_branch(edition):
-    """In both editions: the chapter's one notebook (English prose, the same code)."""
+    """The chapter's notebook in the page's language: book/chapters/zh/ for a Chinese page."""
     org_repo = urlsplit(CONFIG["repository"]["url"]).path.strip("/")
     branch = CONFIG["repository"]["branch"]
     for page in CHAPTER_PAGES:
@@ -281,8 +281,14 @@ def test_each_colab_button_opens_a_committed_notebook_on_the_branch(edition):
         assert match, f"{page}: unexpected Colab URL {links[0]}"
         assert match[1] == org_repo, f"{page}: Colab opens {match[1]}, not {org_repo}"
         assert match[2] == branch == "main", f"{page}: Colab opens branch {match[2]}"
-        assert match[3] == f"{page}.ipynb", f"{page}: Colab opens {match[3]}"
+        assert match[3] == _notebook(page, edition), f"{page}: Colab opens {match[3]}"
         assert match[3] in _tracked_files(), f"{page}: {match[3]} is not committed (git ls-files)"
+
+
+def _notebook(page: str, edition: str) -> str:
+    """The notebook a chapter page's Colab button opens: the Chinese one on a Chinese page."""
+    folder, name = page.rsplit("/", 1)
+    return f"{folder}/zh/{name}.ipynb" if edition == "zh" else f"{page}.ipynb"
 
 
 # --- the browser -------------------------------------------------------------------------------
@@ -402,7 +408,7 @@ def test_page_in_the_browser(browser, site, page, edition):
         org_repo = urlsplit(CONFIG["repository"]["url"]).path.strip("/")
         hrefs = browser.execute_script(
             f"return Array.from(document.querySelectorAll('a[href^=\"{COLAB}\"]')).map(a => a.href);")
-        assert hrefs == [f"{COLAB}{org_repo}/blob/main/{page}.ipynb"], f"{page}: {hrefs}"
+        assert hrefs == [f"{COLAB}{org_repo}/blob/main/{_notebook(page, edition)}"], f"{page}: {hrefs}"
 
 
 def _search(driver, url: str) -> list[str]:
