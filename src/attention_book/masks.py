@@ -23,11 +23,11 @@ def causal_mask(
         device: where to create the mask.
 
     Returns:
-        A bool tensor ``(T_q, T_k)``, True = may attend, equal to ``torch.tril`` of ones.
-        When ``T_q != T_k`` it is aligned top-left, like PyTorch's ``is_causal=True``:
-        query ``i`` sees keys ``0..i``. (When the queries are the last ``T_q`` of the ``T_k``
-        positions, as in decoding with a cache, use the bottom-right alignment
-        ``tril(diagonal=T_k - T_q)``.)
+        A bool tensor ``(T_q, T_k)``, True = may attend, equal to ``torch.tril`` of
+        ones. When ``T_q != T_k`` it is aligned top-left, like PyTorch's
+        ``is_causal=True``: query ``i`` sees keys ``0..i``. (When the queries are the
+        last ``T_q`` of the ``T_k`` positions, as in decoding with a cache, use the
+        bottom-right alignment ``tril(diagonal=T_k - T_q)``.)
 
     Raises:
         TypeError: ``T_q`` or ``T_k`` is not an int.
@@ -44,7 +44,9 @@ from collections.abc import Sequence
 import numpy as np
 
 
-def padding_mask(lengths: Tensor | np.ndarray | Sequence[int], max_len: int | None = None) -> Tensor:
+def padding_mask(
+    lengths: Tensor | np.ndarray | Sequence[int], max_len: int | None = None
+) -> Tensor:
     """The padding mask of a batch of sequences padded at the end.
 
     Args:
@@ -89,23 +91,25 @@ def mask_from_blocked(blocked: Tensor) -> Tensor:
 
 # %% book/chapters/05_masked_attention.md, cell 25
 def additive_mask(allowed: Tensor, *, dtype: torch.dtype = torch.float32) -> Tensor:
-    """Convert a bool mask (True = may attend) to an additive one: 0 keeps, -inf removes.
+    """Convert a bool mask (True = may attend) to an additive one: 0 keeps, -inf
+    removes.
 
     Args:
         allowed: a bool tensor, any shape, True = may attend.
         dtype: the floating dtype of the result.
 
     Returns:
-        A tensor of ``allowed``'s shape and device, 0 where True and ``-inf`` where False.
-        ``-inf`` is exact in every floating dtype, and a row of it is one that
-        ``scaled_dot_product_attention`` recognises as fully masked (zero weights); a finite
-        fill such as -1e9 or ``finfo.min`` is not.
+        A tensor of ``allowed``'s shape and device, 0 where True and ``-inf`` where
+        False. ``-inf`` is exact in every floating dtype, and a row of it is one that
+        ``scaled_dot_product_attention`` recognises as fully masked (zero weights); a
+        finite fill such as -1e9 or ``finfo.min`` is not.
 
     Raises:
         TypeError: ``allowed`` is not a bool tensor, or ``dtype`` is not floating.
     """
     _check_allowed(allowed, dtype)
-    zeros = torch.zeros(allowed.shape, dtype=dtype, device=allowed.device)  # allowed's shape
+    # 0 everywhere, in allowed's shape
+    zeros = torch.zeros(allowed.shape, dtype=dtype, device=allowed.device)
     return zeros.masked_fill(~allowed, float("-inf"))
 
 
