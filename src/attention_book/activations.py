@@ -13,18 +13,19 @@ from attention_book._checks import check_dim, check_floating
 
 
 def softmax(x: Tensor, dim: int = -1) -> Tensor:
-    """Numerically stable softmax of ``x`` along ``dim``: ``exp(x - max) / sum(exp(x - max))``.
+    """Numerically stable softmax of ``x`` along ``dim``:
+    ``exp(x - max) / sum(exp(x - max))``.
 
     Args:
         x: a floating tensor with at least one dimension, any shape ``(..., n, ...)``.
         dim: the dimension that is normalised; negative values count from the end.
 
     Returns:
-        A tensor of the shape and dtype of ``x`` whose slices along ``dim`` are non-negative
-        (an entry of ``-inf`` gives 0) and sum to 1. A slice whose entries are all ``-inf``
-        (nothing to attend to) gives zeros, where ``torch.softmax`` gives NaN; an empty
-        ``dim`` (``n = 0``) gives an empty result, as ``torch.softmax`` does. Otherwise it
-        equals ``torch.softmax(x, dim)``.
+        A tensor of the shape and dtype of ``x`` whose slices along ``dim`` are
+        non-negative (an entry of ``-inf`` gives 0) and sum to 1. A slice whose
+        entries are all ``-inf`` (nothing to attend to) gives zeros, where
+        ``torch.softmax`` gives NaN; an empty ``dim`` (``n = 0``) gives an empty result,
+        as ``torch.softmax`` does. Otherwise it equals ``torch.softmax(x, dim)``.
 
     Raises:
         TypeError: ``x`` is not a floating tensor, or ``dim`` is not an int.
@@ -35,13 +36,14 @@ def softmax(x: Tensor, dim: int = -1) -> Tensor:
     if x.shape[dim] == 0:
         return x.clone()  # nothing to normalise: empty, like torch.softmax
     shift = x.amax(dim=dim, keepdim=True).detach()  # (..., 1, ...): the max along dim
-    shift = shift.masked_fill(shift == float("-inf"), 0.0)  # all -inf: exp(-inf) = 0 below
+    # all -inf: shift by 0, and exp(-inf) = 0 below
+    shift = shift.masked_fill(shift == float("-inf"), 0.0)
     exp = (x - shift).exp()  # (..., n, ...), every entry in [0, 1]
     total = exp.sum(dim=dim, keepdim=True)  # (..., 1, ...), >= 1 unless all -inf
     return exp / total.masked_fill(total == 0, 1.0)  # all -inf: 0 / 1 = 0
 
 
-# %% book/chapters/04_softmax_gradient.md, cell 14
+# %% book/chapters/04_softmax_gradient.md, cell 15
 def softmax_jacobian(y: Tensor) -> Tensor:
     """The Jacobian of softmax, ``J = diag(y) - y y^T``, from its output ``y``.
 
