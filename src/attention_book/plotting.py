@@ -5,7 +5,7 @@
 __all__ = ['plot_attention']
 
 
-# %% book/chapters/01_what_is_attention.md, cell 38
+# %% book/chapters/01_what_is_attention.md, cell 33
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -30,22 +30,23 @@ def plot_attention(
     cmap: str = "viridis",
     colorbar_label: str = "weight",
 ) -> "Axes":
-    """Draw a (T_q, T_k) matrix of attention weights as a heatmap: row = query, column = key.
+    """Draw a (T_q, T_k) matrix of attention weights as a heatmap: row = query,
+    column = key.
 
     Args:
-        weights: ``(T_q, T_k)``, a torch tensor (any device or dtype, detached here) or a
-            numpy array, of real numbers. Entries that are not finite (an additive mask's
-            ``-inf``) are drawn light grey and labelled ``−∞``, ``∞`` or ``nan``.
+        weights: ``(T_q, T_k)``, a torch tensor (any device or dtype, detached here) or
+            a numpy array, of real numbers. Entries that are not finite (an additive
+            mask's ``-inf``) are drawn light grey and labelled ``−∞``, ``∞`` or ``nan``.
         query_labels: ``T_q`` labels for the rows (the queries), e.g. tokens.
         key_labels: ``T_k`` labels for the columns (the keys).
         ax: the axes to draw into; by default a new figure with a white background.
         title: the axes' title.
-        annotate: write each weight into its cell (two decimals; a nonzero weight that would
-            read 0.00 gets one significant digit, e.g. 0.003); by default only when ``T_q``
-            and ``T_k`` are both at most 12.
+        annotate: write each weight into its cell (two decimals; a nonzero weight that
+            would read 0.00 gets one significant digit, e.g. 0.003); by default only
+            when ``T_q`` and ``T_k`` are both at most 12.
         cmap: a matplotlib colormap name.
-        colorbar_label: what the colours mean, written beside the colour bar; name it when
-            the matrix is not attention weights (scores, a mask).
+        colorbar_label: what the colours mean, written beside the colour bar; name it
+            when the matrix is not attention weights (scores, a mask).
 
     Returns:
         The axes, holding the image and a colour bar.
@@ -69,7 +70,8 @@ def plot_attention(
 
         figsize = (min(2.5 + 0.6 * T_k, 12), min(1.5 + 0.5 * T_q, 10))
         _, ax = plt.subplots(figsize=figsize, facecolor="white")
-    colours = matplotlib.colormaps.get_cmap(cmap).with_extremes(bad="0.85")  # -inf: grey
+    # entries that are not finite (-inf) are drawn light grey
+    colours = matplotlib.colormaps.get_cmap(cmap).with_extremes(bad="0.85")
     image = ax.imshow(array, cmap=colours)
     ax.figure.colorbar(image, ax=ax, label=colorbar_label)
     ax.set(xlabel="key", ylabel="query")
@@ -88,7 +90,7 @@ def plot_attention(
     return ax
 
 
-# %% book/chapters/01_what_is_attention.md, cell 40
+# %% book/chapters/01_what_is_attention.md, cell 35
 from types import ModuleType
 
 
