@@ -5,7 +5,7 @@
 __all__ = ['check_int', 'check_real', 'check_probability', 'check_floating', 'check_dim', 'broadcasts_to', 'check_qkv', 'check_mask', 'check_real_tokens', 'check_tokens']
 
 
-# %% book/chapters/02_scaled_dot_product_attention.md, cell 35
+# %% book/chapters/02_scaled_dot_product_attention.md, cell 38
 """Input checks shared by the modules of the package (private: not re-exported).
 
 Each check raises ``TypeError`` (wrong kind) or ``ValueError`` (wrong value or shape) with a

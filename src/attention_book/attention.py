@@ -5,7 +5,7 @@
 __all__ = ['scaled_dot_product_attention']
 
 
-# %% book/chapters/02_scaled_dot_product_attention.md, cell 33
+# %% book/chapters/02_scaled_dot_product_attention.md, cell 36
 import math
 
 import torch
@@ -15,7 +15,12 @@ from attention_book._checks import check_mask, check_qkv, check_real
 
 
 def scaled_dot_product_attention(
-    query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None, *, scale: float | None = None
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    mask: Tensor | None = None,
+    *,
+    scale: float | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Scaled dot-product attention, ``softmax(query @ key^T * scale + mask) @ value``.
 
@@ -23,18 +28,22 @@ def scaled_dot_product_attention(
         query: ``(..., T_q, d_k)``.
         key: ``(..., T_k, d_k)``.
         value: ``(..., T_k, d_v)``.
-        mask: optional, broadcastable to ``(..., T_q, T_k)``; bool (True = may attend), or
-            floating and added to the scores in the dtype they are computed in, as PyTorch does.
-        scale: a finite real number that multiplies the scores; default ``1 / sqrt(d_k)``.
+        mask: optional, broadcastable to ``(..., T_q, T_k)``; bool (True = may attend),
+            or floating and added to the scores in the dtype they are computed in, as
+            PyTorch does.
+        scale: a finite real number that multiplies the scores; default
+            ``1 / sqrt(d_k)``.
 
     Returns:
-        ``(output, weights)``, ``(..., T_q, d_v)`` and ``(..., T_q, T_k)``, in the inputs' dtype
-        (computed in float32 for float16 and bfloat16). A query with no allowed key (all masked, or
-        ``T_k = 0``) gets zero weights and output. Bad input raises ``TypeError`` or ``ValueError``.
+        ``(output, weights)``, ``(..., T_q, d_v)`` and ``(..., T_q, T_k)``, in the
+        inputs' dtype (computed in float32 for float16 and bfloat16). A query with no
+        allowed key (all masked, or ``T_k = 0``) gets zero weights and output. Bad input
+        raises ``TypeError`` or ``ValueError``.
     """
     check_qkv(query, key, value)
-    scale = 1 / math.sqrt(query.shape[-1]) if scale is None else check_real("scale", scale)
-    work = torch.promote_types(query.dtype, torch.float32)  # float16, bfloat16 -> float32
+    d_k = query.shape[-1]
+    scale = 1 / math.sqrt(d_k) if scale is None else check_real("scale", scale)
+    work = torch.promote_types(query.dtype, torch.float32)  # 16-bit -> float32
     scores = query.to(work) @ key.to(work).transpose(-2, -1) * scale  # (..., T_q, T_k)
     if mask is not None:
         check_mask(mask, scores.shape)
@@ -42,7 +51,8 @@ def scaled_dot_product_attention(
             scores = scores.masked_fill(~mask, float("-inf"))  # (..., T_q, T_k)
         else:
             scores = scores + mask.to(work)  # (..., T_q, T_k)
-    no_key = (scores == float("-inf")).all(dim=-1, keepdim=True)  # (..., T_q, 1): all masked
-    weights = torch.softmax(scores.masked_fill(no_key, 0), dim=-1).masked_fill(no_key, 0)  # (..., T_q, T_k)
+    no_key = (scores == float("-inf")).all(dim=-1, keepdim=True)  # (..., T_q, 1)
+    weights = torch.softmax(scores.masked_fill(no_key, 0), dim=-1)  # (..., T_q, T_k)
+    weights = weights.masked_fill(no_key, 0)  # rows with no key: all 0, not NaN
     output = weights @ value.to(work)  # (..., T_q, d_v)
     return output.to(query.dtype), weights.to(query.dtype)
