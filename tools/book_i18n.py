@@ -10,19 +10,23 @@ paths (tools/editions.py builds them with `language = zh_CN`). This extension:
 - beside it, links to the PDF of each edition (`templates/pdf-links.html`, `PDF_NAMES`), which
   `make pdf` writes into the site after the HTML build (tools/pdf.py); labelled in the page's
   language;
+- makes the Colab button of a Chinese chapter page open the chapter's Chinese notebook
+  (`book/chapters/zh/`, written by tools/chinese_notebooks.py);
 - gives the Chinese edition its own title (`book_edition_titles`);
 - keeps display math out of the translation catalogs: math is shared by both editions;
 - translates the part captions of `_toc.yml`, which Sphinx alone would leave in English;
 - translates the interface labels that Sphinx, the theme and the extensions leave in English on
   a translated page (`INTERFACE_LABELS`): their message catalogs lack these labels, or cannot
-  be found for `zh_CN`, or the label is written without a catalog at all. The English edition
-  is unchanged: nothing here runs for it.
+  be found for `zh_CN`, or the label is written without a catalog at all; and the labels that a
+  package translates otherwise than the edition says them (`PREFERRED_LABELS`: 打印, not 列印).
+  The English edition is unchanged: nothing here runs for it.
 
 Loaded through `sphinx.local_extensions` in `_config.yml`.
 """
 
 from __future__ import annotations
 
+import gettext
 import json
 import logging
 import tempfile
@@ -41,6 +45,7 @@ from sphinx.util.i18n import docname_to_domain
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATIC = Path(__file__).resolve().parent / "static"  # book_i18n.css
 TRANSLATION_FOLDER = "zh"  # the Chinese edition inside the English one
+CHINESE_NOTEBOOKS = "zh"  # book/chapters/zh/: the Chinese notebooks, beside the English ones
 # What the link in the header says, in the language of the edition it leads to.
 LINKS = {
     "en": {"text": "中文", "lang": "zh-CN", "title": "本页的中文版"},
@@ -109,6 +114,9 @@ INTERFACE_LABELS = {
 }
 # Labels written without a catalog, as `attribute="label"`: by myst-nb's hidden code cells and
 # sphinx-book-theme's templates (sidebar toggles, navigation, the printed table of contents).
+# Labels a package does translate, but not as the Chinese edition says them: sphinx-book-theme's
+# zh_CN catalog has Taiwanese 列印 for "print". These take precedence over the package's own.
+PREFERRED_LABELS = {"zh_CN": {"booktheme": {"Print to PDF": "打印为 PDF"}}}
 FIXED_LABELS = (("aria-label", "Toggle hidden content"), ("title", "Toggle primary sidebar"),
                 ("title", "Toggle secondary sidebar"), ("aria-label", "Main"), ("aria-label", "Page"))
 # sphinx-togglebutton's script gives each toggle button an English label when the page loads;
@@ -249,6 +257,28 @@ def _translate_interface(app, config) -> None:
     app.add_js_file(None, body=script, priority=600)  # after togglebutton.js (500)
 
 
+class _Preferred(gettext.NullTranslations):
+    """A catalog's translations with some labels of the book's own taking precedence."""
+
+    def __init__(self, labels: dict[str, str], fallback: gettext.NullTranslations) -> None:
+        super().__init__()
+        self.labels = labels
+        self.add_fallback(fallback)
+
+    def gettext(self, message: str) -> str:
+        return self.labels.get(message) or super().gettext(message)
+
+
+def _prefer_book_labels(app) -> None:
+    """Put PREFERRED_LABELS in front of the packages' own catalogs (all read by now)."""
+    from sphinx.locale import translators
+
+    for domain, labels in PREFERRED_LABELS.get(app.config.language or "en", {}).items():
+        key = ("general", domain)  # how sphinx.locale.init files a catalog
+        if key in translators:
+            translators[key] = _Preferred(labels, translators[key])
+
+
 def _configure_edition(app, config) -> None:
     config.templates_path = [*config.templates_path, str(TEMPLATES)]
     config.html_static_path = [*config.html_static_path, str(STATIC)]
@@ -271,6 +301,23 @@ def _edition_link(app, pagename, templatename, context, doctree) -> None:
     context["book_fixed_labels"] = translate_fixed_labels if is_translation(app.config.language) else str
 
 
+def _colab_opens_the_chinese_notebook(app, pagename, templatename, context, doctree) -> None:
+    """On a Chinese chapter page, the Colab button opens the chapter's Chinese notebook.
+
+    The theme links `book/chapters/NN_name.ipynb` (its launch buttons, priority 501); the
+    Chinese notebook is `book/chapters/zh/NN_name.ipynb` (tools/chinese_notebooks.py).
+    """
+    if not is_translation(app.config.language):
+        return
+    for group in context.get("header_buttons", []):
+        if group.get("label") != "launch-buttons":
+            continue
+        for button in group.get("buttons", []):
+            if button.get("text") == "Colab" and button["url"].endswith(".ipynb"):
+                folder, name = button["url"].rsplit("/", 1)
+                button["url"] = f"{folder}/{CHINESE_NOTEBOOKS}/{name}"
+
+
 def setup(app):
     app.add_config_value("book_edition_titles", {}, "html", dict)
     app.add_transform(KeepDisplayMathShared)
@@ -278,6 +325,8 @@ def setup(app):
     app.add_post_transform(TranslateHiddenCellPrompts)
     app.connect("config-inited", _translate_interface, priority=400)
     app.connect("config-inited", _configure_edition)
+    app.connect("builder-inited", _prefer_book_labels)
     app.add_css_file("book_i18n.css")
     app.connect("html-page-context", _edition_link)
+    app.connect("html-page-context", _colab_opens_the_chinese_notebook, priority=510)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -90,6 +90,13 @@ def build_gettext(build: Path, **options) -> Path:
     return outdir
 
 
+def chinese_overrides(catalogs: Path) -> dict:
+    """The Sphinx settings of the Chinese edition, its catalogs compiled into `catalogs`."""
+    # An equation is referred to as 式 (41), as Chinese texts write it, not as a bare (41).
+    return {"language": LANGUAGE, "locale_dirs": [str(catalogs)], "gettext_auto_build": False,
+            "math_eqref_format": "式 ({number})"}
+
+
 def build_chinese(build: Path, **options) -> Path:
     """The Chinese edition into `build`/html/zh; returns that folder."""
     catalogs = build / "locale"
@@ -100,7 +107,7 @@ def build_chinese(build: Path, **options) -> Path:
     staging, doctrees = build / EDITION_FOLDER / "html", build / ".doctrees-zh"
     for folder in (staging, doctrees):  # from a clean cache: every page sees the new catalogs
         shutil.rmtree(folder, ignore_errors=True)
-    overrides = {"language": LANGUAGE, "locale_dirs": [str(catalogs)], "gettext_auto_build": False}
+    overrides = chinese_overrides(catalogs)
     code = sphinx_build("html", staging, doctrees, overrides, **options)
     if code:
         sys.exit(f"the Chinese build failed (exit code {code})")

@@ -42,7 +42,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
 from book_i18n import PDF_NAMES  # noqa: E402
-from editions import EDITION_FOLDER, LANGUAGE, LOCALES, compile_catalogs, sphinx_build  # noqa: E402
+from editions import (  # noqa: E402
+    EDITION_FOLDER, LANGUAGE, LOCALES, chinese_overrides, compile_catalogs, sphinx_build,
+)
 
 EDITIONS = {"en": "en", "zh": LANGUAGE}  # command-line name: Sphinx language
 # In the site, each edition's PDF is at the root of the edition's folder.
@@ -71,7 +73,7 @@ def write_latex(build: Path, edition: str, **options) -> Path:
     if edition == "zh":
         catalogs = build / "latex" / "locale-zh"
         compile_catalogs(LOCALES, LANGUAGE, catalogs)
-        overrides = {"language": LANGUAGE, "locale_dirs": [str(catalogs)], "gettext_auto_build": False}
+        overrides = chinese_overrides(catalogs)
     code = sphinx_build("latex", outdir, doctrees, overrides, quiet=True, **options)
     if code:
         raise SystemExit(f"{edition}: the LaTeX build failed (exit code {code})")
