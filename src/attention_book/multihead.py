@@ -5,7 +5,7 @@
 __all__ = ['split_heads', 'merge_heads', 'MultiHeadAttention']
 
 
-# %% book/chapters/06_multihead_attention.md, cell 16
+# %% book/chapters/06_multihead_attention.md, cell 17
 import torch
 from torch import Tensor
 
@@ -15,8 +15,9 @@ from attention_book._checks import check_int
 def split_heads(x: Tensor, num_heads: int) -> Tensor:
     """Share the features out among heads: ``(N, T, d_model) -> (N, h, T, d_k)``.
 
-    ``d_k = d_model / num_heads``; head ``c`` gets features ``c*d_k`` to ``(c+1)*d_k - 1``.
-    The result is a view when ``x`` is contiguous (as a ``nn.Linear`` output is).
+    ``d_k = d_model / num_heads``; head ``c`` gets features ``c*d_k`` to
+    ``(c+1)*d_k - 1``. The result is a view when ``x`` is contiguous (as a ``nn.Linear``
+    output is).
 
     Raises:
         TypeError: ``num_heads`` is not an int, or ``x`` is not a tensor.
@@ -26,7 +27,8 @@ def split_heads(x: Tensor, num_heads: int) -> Tensor:
     num_heads = check_int("num_heads", num_heads)
     _check_split(x, num_heads)
     N, T, d_model = x.shape
-    return x.reshape(N, T, num_heads, d_model // num_heads).permute(0, 2, 1, 3)  # (N, h, T, d_k)
+    # (N, T, h, d_k), then (N, h, T, d_k)
+    return x.reshape(N, T, num_heads, d_model // num_heads).permute(0, 2, 1, 3)
 
 
 def merge_heads(x: Tensor) -> Tensor:
@@ -41,14 +43,8 @@ def merge_heads(x: Tensor) -> Tensor:
     return x.permute(0, 2, 1, 3).reshape(N, T, h * d_k)  # (N, T, d_model)
 
 
-# %% book/chapters/06_multihead_attention.md, cell 37
-from functools import reduce
-
-import torch.nn.functional as F
+# %% book/chapters/06_multihead_attention.md, cell 35
 from torch import nn
-
-from attention_book.attention import scaled_dot_product_attention
-from attention_book.masks import causal_mask
 
 
 class MultiHeadAttention(nn.Module):
@@ -69,9 +65,12 @@ class MultiHeadAttention(nn.Module):
         ValueError: ``dropout`` is outside ``[0, 1)``.
     """
 
-    def __init__(self, d_model: int, num_heads: int, *, dropout: float = 0.0, bias: bool = True):
+    def __init__(
+        self, d_model: int, num_heads: int, *, dropout: float = 0.0, bias: bool = True
+    ):
         super().__init__()
-        self.d_model, self.num_heads, self.dropout = _check_sizes(d_model, num_heads, dropout)
+        checked = _check_sizes(d_model, num_heads, dropout)
+        self.d_model, self.num_heads, self.dropout = checked
         self.d_k = self.d_model // self.num_heads
         self.q_proj = nn.Linear(self.d_model, self.d_model, bias=bias)
         self.k_proj = nn.Linear(self.d_model, self.d_model, bias=bias)
@@ -89,35 +88,39 @@ class MultiHeadAttention(nn.Module):
         is_causal: bool = False,
         need_weights: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
-        """Attend from ``query`` ``(N, T_q, d_model)`` to ``key``/``value`` ``(N, T_k, d_model)``.
+        """Attend from ``query`` ``(N, T_q, d_model)`` to ``key``/``value``
+        ``(N, T_k, d_model)``.
 
         ``key`` defaults to ``query``, and ``value`` to ``key``: with neither given,
-        ``value`` is ``query`` (self-attention); with only ``key`` given, ``value`` is ``key``.
+        ``value`` is ``query`` (self-attention); with only ``key`` given, ``value`` is
+        ``key``.
 
-        What a query may attend to (all optional; True or 1 always means "use this key"):
+        What a query may attend to (all optional; True or 1 always means "use this
+        key"):
 
-        - ``attention_mask`` ``(N, T_k)``, bool or 0/1 integers: True (1) = real token, False
-          (0) = padding, as transformers' ``attention_mask`` and ``padding_mask`` give it.
-          (``nn.MultiheadAttention``'s ``key_padding_mask`` means the opposite, True =
-          padding; this module has no argument of that name, so it is refused.)
+        - ``attention_mask`` ``(N, T_k)``, bool or 0/1 integers: True (1) = real token,
+          False (0) = padding, as transformers' ``attention_mask`` and ``padding_mask``
+          give it. (``nn.MultiheadAttention``'s ``key_padding_mask`` means the opposite,
+          True = padding; this module has no argument of that name, so it is refused.)
         - ``is_causal=True``: query ``i`` sees keys ``0..i`` (top-left, as PyTorch's
           ``is_causal``). The fused path passes it to PyTorch's kernel and builds no
           ``(T_q, T_k)`` mask, unless an ``attention_mask`` comes with it.
-        - ``mask``: bool, True = may attend; 2-D, read as ``(T_q, T_k)`` and shared by the
-          batch and the heads; or 4-D, broadcastable to ``(N, h, T_q, T_k)``. Not together
-          with ``is_causal=True``. A padding mask ``(N, T_k)`` passed here is read as
-          ``(T_q, T_k)`` whenever ``N == T_q``: pass it as ``attention_mask``.
+        - ``mask``: bool, True = may attend; 2-D, read as ``(T_q, T_k)`` and shared by
+          the batch and the heads; or 4-D, broadcastable to ``(N, h, T_q, T_k)``. Not
+          together with ``is_causal=True``. A padding mask ``(N, T_k)`` passed here is
+          read as ``(T_q, T_k)`` whenever ``N == T_q``: pass it as ``attention_mask``.
 
         Masks given together combine: a key must be allowed by each. A query that may
-        attend to nothing gets a zero context (its output is ``out_proj.bias``), never NaN: on
-        the fused path the module zeroes that context itself, whatever the kernel returns.
+        attend to nothing gets a zero context (its output is ``out_proj.bias``), never
+        NaN: on the fused path the module zeroes that context itself, whatever the
+        kernel returns.
 
         Returns:
-            The pair ``(output, weights)``, ``output`` of shape ``(N, T_q, d_model)``. With
-            ``need_weights=True``, ``weights`` holds the per-head weights ``(N, h, T_q, T_k)``
-            (after dropout, in training), computed by the book's
-            ``scaled_dot_product_attention``; otherwise ``weights`` is ``None``, and the fused
-            ``torch.nn.functional.scaled_dot_product_attention`` is used.
+            The pair ``(output, weights)``, ``output`` of shape ``(N, T_q, d_model)``.
+            With ``need_weights=True``, ``weights`` holds the per-head weights
+            ``(N, h, T_q, T_k)`` (after dropout, in training), computed by the book's
+            ``scaled_dot_product_attention``; otherwise ``weights`` is ``None``, and the
+            fused ``torch.nn.functional.scaled_dot_product_attention`` is used.
 
         Raises:
             TypeError: an input is not a floating tensor of the dtype of the module's weights.
@@ -131,31 +134,56 @@ class MultiHeadAttention(nn.Module):
         """
         key = query if key is None else key
         value = key if value is None else value
-        real = _check_forward(self, query, key, value, mask, attention_mask, is_causal)  # (N, T_k) bool
+        # attention_mask as bool (N, T_k), or None
+        real = _check_forward(self, query, key, value, mask, attention_mask, is_causal)
         q = split_heads(self.q_proj(query), self.num_heads)  # (N, h, T_q, d_k)
         k = split_heads(self.k_proj(key), self.num_heads)    # (N, h, T_k, d_k)
         v = split_heads(self.v_proj(value), self.num_heads)  # (N, h, T_k, d_k)
-        padding = None if real is None else real[:, None, None, :]  # (N, 1, 1, T_k): False = padding
-        build_causal = is_causal and (need_weights or padding is not None)
-        causal = causal_mask(q.shape[2], k.shape[2], device=q.device) if build_causal else None  # (T_q, T_k)
-        given = [m for m in (mask, padding, causal) if m is not None]
-        allowed = reduce(torch.logical_and, given) if given else None  # broadcasts to (N, h, T_q, T_k)
-        p = self.dropout if self.training else 0.0
-        if not need_weights:
-            heads = F.scaled_dot_product_attention(  # (N, h, T_q, d_k)
-                q, k, v, attn_mask=allowed, dropout_p=p, is_causal=is_causal and not build_causal
-            )
-            if allowed is not None:  # a query with no key: a zero context, whatever the kernel gave
-                heads = heads.masked_fill(~allowed.any(dim=-1, keepdim=True), 0.0)  # (N, h, T_q, d_k)
-            return self.out_proj(merge_heads(heads)), None  # (N, T_q, d_model)
-        heads, weights = scaled_dot_product_attention(q, k, v, allowed)  # (N, h, T_q, d_k), (N, h, T_q, T_k)
-        if p > 0.0:
-            weights = F.dropout(weights, p)  # (N, h, T_q, T_k)
-            heads = weights @ v              # (N, h, T_q, d_k)
-        return self.out_proj(merge_heads(heads)), weights  # (N, T_q, d_model), (N, h, T_q, T_k)
+        p = self.dropout if self.training else 0.0           # dropout in training only
+        # every head at once: (N, h, T_q, d_k), and the weights (N, h, T_q, T_k) or None
+        heads, weights = _attend(q, k, v, mask, real, is_causal, need_weights, p)
+        return self.out_proj(merge_heads(heads)), weights    # (N, T_q, d_model)
 
 
-# %% book/chapters/06_multihead_attention.md, cell 39
+# %% book/chapters/06_multihead_attention.md, cell 37
+from functools import reduce
+
+import torch.nn.functional as F
+
+from attention_book.attention import scaled_dot_product_attention
+from attention_book.masks import causal_mask
+
+
+def _attend(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, real: Tensor | None,
+    is_causal: bool, need_weights: bool, p: float,
+) -> tuple[Tensor, Tensor | None]:
+    """Attention in every head: the fused path, or the teaching path with the weights.
+
+    ``q`` ``(N, h, T_q, d_k)``, ``k`` and ``v`` ``(N, h, T_k, d_k)``; ``real`` is the checked
+    ``attention_mask`` ``(N, T_k)``; ``p`` the dropout probability (0 outside training).
+    Returns the heads ``(N, h, T_q, d_k)`` and the weights ``(N, h, T_q, T_k)`` or ``None``.
+    """
+    padding = None if real is None else real[:, None, None, :]  # (N, 1, 1, T_k): False = padding
+    build_causal = is_causal and (need_weights or padding is not None)
+    causal = causal_mask(q.shape[2], k.shape[2], device=q.device) if build_causal else None  # (T_q, T_k)
+    given = [m for m in (mask, padding, causal) if m is not None]
+    allowed = reduce(torch.logical_and, given) if given else None  # broadcasts to (N, h, T_q, T_k)
+    if not need_weights:
+        heads = F.scaled_dot_product_attention(  # (N, h, T_q, d_k)
+            q, k, v, attn_mask=allowed, dropout_p=p, is_causal=is_causal and not build_causal
+        )
+        if allowed is not None:  # a query with no key: a zero context, whatever the kernel gave
+            heads = heads.masked_fill(~allowed.any(dim=-1, keepdim=True), 0.0)  # (N, h, T_q, d_k)
+        return heads, None
+    heads, weights = scaled_dot_product_attention(q, k, v, allowed)  # (N, h, T_q, d_k), (N, h, T_q, T_k)
+    if p > 0.0:
+        weights = F.dropout(weights, p)  # (N, h, T_q, T_k)
+        heads = weights @ v              # (N, h, T_q, d_k)
+    return heads, weights
+
+
+# %% book/chapters/06_multihead_attention.md, cell 38
 from attention_book._checks import broadcasts_to, check_probability, check_real_tokens, check_tokens
 
 
