@@ -30,6 +30,7 @@ class BertConfig:
     attention_probs_dropout_prob: float = 0.1
 
 
+# %% book/chapters/07_bert_self_attention.md, cell 7
 class _BertSettings(Protocol):
     """The type of ``config``: what ``BertSelfAttention`` reads, for type checkers."""
 
@@ -41,12 +42,14 @@ class _BertSettings(Protocol):
     def attention_probs_dropout_prob(self) -> float: ...
 
 
-# %% book/chapters/07_bert_self_attention.md, cell 9
+# %% book/chapters/07_bert_self_attention.md, cell 10
 import torch
 from torch import Tensor
 
 
-def extended_attention_mask(attention_mask: Tensor, dtype: torch.dtype = torch.float32) -> Tensor:
+def extended_attention_mask(
+    attention_mask: Tensor, dtype: torch.dtype = torch.float32
+) -> Tensor:
     """BERT's additive attention mask, from a 0/1 padding mask.
 
     Args:
@@ -66,12 +69,13 @@ def extended_attention_mask(attention_mask: Tensor, dtype: torch.dtype = torch.f
     """
     _check_padding(attention_mask, dtype)
     keep = attention_mask.bool()[:, None, None, :]  # (N, 1, 1, T): True = real token
-    zero = torch.zeros((), dtype=dtype, device=attention_mask.device)
-    minimum = torch.full((), torch.finfo(dtype).min, dtype=dtype, device=attention_mask.device)
+    device = attention_mask.device
+    zero = torch.zeros((), dtype=dtype, device=device)
+    minimum = torch.full((), torch.finfo(dtype).min, dtype=dtype, device=device)
     return torch.where(keep, zero, minimum)  # (N, 1, 1, T): +0 keeps, finfo.min removes
 
 
-# %% book/chapters/07_bert_self_attention.md, cell 15
+# %% book/chapters/07_bert_self_attention.md, cell 16
 import math
 
 from torch import nn
@@ -99,9 +103,11 @@ class BertSelfAttention(nn.Module):
 
     def __init__(self, config: _BertSettings) -> None:
         super().__init__()
-        self.hidden_size, self.num_attention_heads, dropout = _check_config(config)  # d_model, h, p
+        # d_model, h and the dropout probability p
+        self.hidden_size, self.num_attention_heads, dropout = _check_config(config)
         self.attention_head_size = self.hidden_size // self.num_attention_heads  # d_k
-        self.all_head_size = self.num_attention_heads * self.attention_head_size  # h * d_k = d_model
+        # h * d_k = d_model
+        self.all_head_size = self.num_attention_heads * self.attention_head_size
         self.query = nn.Linear(self.hidden_size, self.all_head_size)
         self.key = nn.Linear(self.hidden_size, self.all_head_size)
         self.value = nn.Linear(self.hidden_size, self.all_head_size)
@@ -148,16 +154,19 @@ class BertSelfAttention(nn.Module):
             ValueError: ``attention_mask`` is not 4-D, or does not broadcast to ``(N, h, T, T)``.
             ValueError: ``head_mask`` is not ``(h,)``, nor 4-D broadcastable to ``(N, h, T, T)``.
         """
-        head_mask = _check_forward(self, hidden_states, attention_mask, head_mask)  # head_mask 4-D
+        # the checks; head_mask comes back 4-D
+        head_mask = _check_forward(self, hidden_states, attention_mask, head_mask)
 
         query = self.transpose_for_scores(self.query(hidden_states))  # (N, h, T, d_k)
         key = self.transpose_for_scores(self.key(hidden_states))  # (N, h, T, d_k)
         value = self.transpose_for_scores(self.value(hidden_states))  # (N, h, T, d_k)
 
-        scores = query @ key.transpose(-1, -2) / math.sqrt(self.attention_head_size)  # (N, h, T, T)
+        # (N, h, T, T)
+        scores = query @ key.transpose(-1, -2) / math.sqrt(self.attention_head_size)
         if attention_mask is not None:
             scores = scores + attention_mask  # padding keys get finfo.min
-        probs = softmax(scores, dim=-1)  # (N, h, T, T), each row sums to 1 (or is 0: all -inf)
+        # (N, h, T, T), each row sums to 1 (or is 0: all -inf)
+        probs = softmax(scores, dim=-1)
         probs = self.dropout(probs)  # (N, h, T, T), the identity in eval mode
         if head_mask is not None:
             probs = probs * head_mask  # (N, h, T, T), a 0 switches a head off
@@ -166,7 +175,7 @@ class BertSelfAttention(nn.Module):
         return (context, probs) if output_attentions else (context,)
 
 
-# %% book/chapters/07_bert_self_attention.md, cell 17
+# %% book/chapters/07_bert_self_attention.md, cell 18
 from attention_book._checks import broadcasts_to, check_int, check_probability, check_tokens
 
 
