@@ -50,7 +50,8 @@ def sinusoidal_positions(
     """
     T, d_model, base = _check_sinusoidal(T, d_model, base, dtype)
     p = torch.arange(T, dtype=torch.float64, device=device)  # (T,)
-    angles = p[:, None] * _frequencies(d_model, base, torch.float64, device)  # (T, d_model/2): p theta_r
+    # (T, d_model/2): p theta_r
+    angles = p[:, None] * _frequencies(d_model, base, torch.float64, device)
     pairs = torch.stack((angles.sin(), angles.cos()), dim=-1)  # (T, d_model/2, 2)
     return pairs.flatten(-2).to(dtype)  # (T, d_model): sin, cos, sin, cos, ...
 
@@ -77,12 +78,21 @@ def _check_sinusoidal(T: object, d_model: object, base: object, dtype: object) -
 
 
 # %% book/chapters/08_positions.md, cell 49
+import functools
+
+# A model calls apply_rotary in every layer with the same d and base: compute theta_r once.
+_cached_frequencies = functools.lru_cache(maxsize=64)(_frequencies)
+
+
 def _rotate_half(x: Tensor) -> Tensor:
     half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)  # (..., d): (-second half, first half)
+    # (..., d): (-second half, first half)
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
-def apply_rotary(x: Tensor, positions: Tensor | None = None, *, base: float = 10000.0) -> Tensor:
+def apply_rotary(
+    x: Tensor, positions: Tensor | None = None, *, base: float = 10000.0
+) -> Tensor:
     """Rotary position embedding (RoPE) in the rotate-half layout of GPT-NeoX and Llama.
 
     Component ``r`` and component ``r + d/2`` of the vector at position ``p`` are turned
@@ -95,10 +105,11 @@ def apply_rotary(x: Tensor, positions: Tensor | None = None, *, base: float = 10
     Args:
         x: ``(..., T, d)``, floating, with ``d`` even and the positions in dimension -2 (heads
             before positions): queries or keys, e.g. ``(N, h, T, d_k)``.
-        positions: ``(T,)``, an integer tensor, the position of each row of ``x``, shared by
-            every sequence of the batch; defaults to ``0 .. T - 1``. Moved to the device of
-            ``x``. (transformers also accepts per-sequence ``(N, T)`` position ids, e.g. for
-            left padding; here, rotate each sequence separately.)
+        positions: an integer tensor, the position of each row of ``x``: ``(T,)``, shared by
+            every sequence of the batch, or ``(N, T)``, one row per sequence (as transformers'
+            ``position_ids``, e.g. for left padding), when ``x`` is ``(N, ..., T, d)``: it
+            broadcasts over the dimensions between, such as the heads. Defaults to
+            ``0 .. T - 1``. Moved to the device of ``x``.
         base: the base of the frequencies ``theta_r = base ** (-2r / d)`` (``rope_theta`` in
             transformers; 10000 in RoFormer, 500000 in Llama 3), a positive real number.
 
@@ -109,31 +120,41 @@ def apply_rotary(x: Tensor, positions: Tensor | None = None, *, base: float = 10
         TypeError: ``x`` is not a floating tensor, or ``positions`` is not an integer tensor.
         TypeError: ``base`` is not a real number.
         ValueError: ``x`` has fewer than 2 dimensions, or an odd or zero last dimension.
-        ValueError: ``positions`` is not ``(T,)``.
+        ValueError: ``positions`` is neither ``(T,)`` nor ``(N, T)`` with ``N = x.shape[0]``.
         ValueError: ``base`` is not positive and finite.
     """
-    positions, base = _check_rotary(x, positions, base)  # (T,) on the device of x
+    # positions (T,) or (N, T), on the device of x
+    positions, base = _check_rotary(x, positions, base)
     angle_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
-    frequencies = _frequencies(x.shape[-1], base, angle_dtype, x.device)  # (d/2,): theta_r
-    angles = positions.to(angle_dtype)[:, None] * frequencies  # (T, d/2): p theta_r
-    angles = torch.cat((angles, angles), dim=-1)  # (T, d): pair r is (r, r + d/2)
-    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)  # (T, d) each
+    # (d/2,): theta_r
+    frequencies = _cached_frequencies(x.shape[-1], base, angle_dtype, x.device)
+    # (..., T, d/2): p theta_r
+    angles = positions.to(angle_dtype)[..., None] * frequencies
+    angles = torch.cat((angles, angles), dim=-1)  # (..., T, d): pair r is (r, r + d/2)
+    # (N, T, d) -> (N, 1, ..., 1, T, d): the same for every head
+    if positions.dim() == 2:
+        angles = angles.view(angles.shape[0], *[1] * (x.dim() - 3), *angles.shape[1:])
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)  # (..., T, d) each
     return x * cos + _rotate_half(x) * sin  # (..., T, d)
 
 
 # %% book/chapters/08_positions.md, cell 50
-def _check_positions(positions: object, T: int, device: torch.device) -> Tensor:
+def _check_positions(positions: object, x: Tensor) -> Tensor:
+    T = x.shape[-2]
     if positions is None:
-        return torch.arange(T, device=device)  # (T,)
+        return torch.arange(T, device=x.device)  # (T,)
     if not isinstance(positions, Tensor):
         raise TypeError(f"positions must be an integer torch.Tensor or None, got {type(positions).__name__}")
     if positions.is_floating_point() or positions.is_complex() or positions.dtype == torch.bool:
         raise TypeError(f"positions must hold integers, got dtype {positions.dtype}")
-    if tuple(positions.shape) != (T,):
+    per_sequence = x.dim() >= 3 and tuple(positions.shape) == (x.shape[0], T)  # (N, T)
+    if tuple(positions.shape) != (T,) and not per_sequence:
         raise ValueError(
-            f"positions must have shape (T,) = ({T},), one per row of x, got {tuple(positions.shape)}"
+            f"positions must have shape (T,) = ({T},), one per row of x, or (N, T) = "
+            f"({x.shape[0]}, {T}) for x (N, ..., T, d), got {tuple(positions.shape)} for x "
+            f"{tuple(x.shape)}"
         )
-    return positions.to(device)
+    return positions.to(x.device)
 
 
 def _check_rotary(x: Tensor, positions: object, base: object) -> tuple[Tensor, float]:
@@ -144,4 +165,4 @@ def _check_rotary(x: Tensor, positions: object, base: object) -> tuple[Tensor, f
             f"got shape {tuple(x.shape)}"
         )
     base = _check_base(base)
-    return _check_positions(positions, x.shape[-2], x.device), base
+    return _check_positions(positions, x), base
