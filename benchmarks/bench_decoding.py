@@ -13,7 +13,8 @@ Both start from the prompt already read: the cached version copies a cache prefi
 prompt's 512 positions at the start of each run (the copy is timed with it), so every run decodes
 the same 64 positions. Time: the median CPU time of one thread over several rounds, the two
 interleaved round by round in one process (attention_book._measure.median_times). For the record
-it also prints the whole generation, prefill included, which the target does not cover.
+it also prints the whole generation, prefill included, which the target does not cover. The
+book's appendix "How this book measures" (book/appendix_measuring.md) explains the timing.
 
 Prints a table and exits with status 1 when the target is missed.
 

@@ -1,4 +1,4 @@
-"""The two targets of the efficient-attention chapter, measured side by side in one run.
+"""The three targets of the efficient-attention chapter, measured side by side in one run.
 
 1. tiled_attention at T=8192 (N=1, h=1, d=64, float32, CPU): peak memory at most 1/8 of the
    naive softmax(q @ k^T / sqrt(d)) @ v.
@@ -15,7 +15,8 @@ just before the call), each case in a fresh process forked after the imports
 it started, its inputs included. Time: the
 median CPU time of one thread over several rounds, the implementations interleaved round by
 round in one process (attention_book._measure.median_times): with one thread, CPU time is the
-work done, little disturbed by other processes on a shared machine.
+work done, little disturbed by other processes on a shared machine. The book's appendix "How
+this book measures" (book/appendix_measuring.md) explains both.
 
 Prints a table and exits with status 1 when a target is missed.
 

@@ -1,7 +1,10 @@
 """attention_book.tiled_attention against PyTorch's attention and a float64 reference, and the
-book's measuring tools (attention_book._measure)."""
+book's measuring tools (attention_book._measure and its child program, attention_book._fork_cases)."""
 
+import json
 import math
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -10,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention_book import causal_mask, scaled_dot_product_attention, tiled_attention
+from attention_book import _fork_cases
 from attention_book._measure import CountMatmuls, median_times, peak_memory
 from references import attention_float64 as reference
 from references import qkv as seeded_qkv
@@ -289,6 +293,42 @@ def run():
 """
     (mib, _), = peak_memory({"reuse": setup}).values()
     assert 7.9 < mib < 20
+
+
+def run_fork_cases(job):
+    """The child program as peak_memory runs it: python -m attention_book._fork_cases."""
+    return subprocess.run([sys.executable, "-m", "attention_book._fork_cases"],
+                          input=json.dumps(job), capture_output=True, text=True)
+
+
+def test_fork_cases_reports_one_line_per_case_in_order():
+    allocate = "import torch\ndef run(): return torch.ones(2**24).sum()"  # 64 MiB
+    done = run_fork_cases({"preload": ["torch"], "threads": 1,
+                           "cases": [allocate, "def run(): return None"]})
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line.removeprefix("@case ")) for line in done.stdout.splitlines()
+             if line.startswith("@case ")]
+    assert [index for index, _, _ in lines] == [0, 1]
+    (_, big, seconds), (_, nothing, _) = lines
+    assert 63 < big < 80 and nothing < 4 and seconds >= 0
+
+
+def test_fork_cases_stops_at_a_failing_case_and_names_it():
+    done = run_fork_cases({"preload": [], "threads": 1,
+                           "cases": ["def run(): return None", "def run(): return 1 / 0",
+                                     "def run(): return None"]})
+    assert done.returncode == 1
+    assert "ZeroDivisionError" in done.stderr and "case number 1 failed" in done.stderr
+    assert done.stdout.count("@case ") == 1  # the third case never ran
+
+
+def test_fork_cases_reads_the_peak_of_this_process():
+    # Linux: the peak can be reset, and it is at least the memory held now.
+    resettable = _fork_cases.reset_peak()
+    assert resettable == sys.platform.startswith("linux")
+    held = torch.ones(2**22)  # 16 MiB, touched
+    assert _fork_cases.peak_kib(resettable) > 16 * 1024
+    del held
 
 
 def test_peak_memory_reports_a_failing_case():

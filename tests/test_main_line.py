@@ -57,8 +57,8 @@ def test_each_chapter_opens_with_the_reading_time_of_its_main_line(source, editi
     assert line is not None and "reading-time" in line.get("class", []), f"{source.stem}: no reading time"
     count = _count(source, edition)
     assert line.get_text() == LABELS[language].format(minutes=count.minutes)
-    # Computed, not typed: 150 words, 300 Chinese characters and 15 lines of code a minute.
-    expected = math.ceil(count.words / 150 + count.characters / 300 + count.code_lines / 15)
+    # Computed, not typed: 120 words, 240 Chinese characters and 12 lines of code a minute.
+    expected = math.ceil(count.words / 120 + count.characters / 240 + count.code_lines / 12)
     assert count.minutes == max(1, expected)
     numbers = [int(n) for n in re.findall(r"\d+", line["title"])]
     assert numbers == [count.words, count.characters, count.code_lines]

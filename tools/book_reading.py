@@ -2,9 +2,9 @@
 
 The main line is what a chapter shows with nothing unfolded: its prose and its visible code,
 without dropdowns, folded cells, solutions, hidden outputs and math. The reading time is
-computed from the page as built, never typed: English words at 150 a minute, Chinese
-characters at 300 a minute, visible lines of code at 15 a minute (rates for technical text
-with formulas, slower than for a novel: a learner's read of chapters 1 and 2 took that long). The same count
+computed from the page as built, never typed: English words at 120 a minute, Chinese
+characters at 240 a minute, visible lines of code at 12 a minute: the pace of a learner who
+follows the formulas and the outputs (measured by learners' reads of chapters 1 to 6). The same count
 (`main_line`) checks each chapter's budget in tests/test_browser.py: at most 2,500 words and
 250 lines of code. Loaded through `sphinx.local_extensions` in `_config.yml`.
 """
@@ -23,7 +23,7 @@ HIDDEN = ["details", ".solution", ".dropdown", ".toggle", ".tag_hide-input .cell
 NOT_PROSE = ".math, mjx-container, script, .headerlink, .reading-time"
 WORD = re.compile(r"[A-Za-z0-9_]+")
 CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-PER_MINUTE = {"words": 150, "characters": 300, "code lines": 15}
+PER_MINUTE = {"words": 120, "characters": 240, "code lines": 12}
 CHAPTERS = "book/chapters/"
 LABELS = {  # the line under the title, in the page's language
     "en": "Reading time: about {minutes} min for the main line (folded cells and dropdowns "

@@ -88,79 +88,29 @@ from collections.abc import Hashable
 
 from attention_book._checks import check_int
 
-# Run by a fresh interpreter. It imports the heavy modules once, then forks one child per
-# case, in turn: a process's peak memory only ever grows, so each case needs its own.
-_FORK_PER_CASE = """
-import ctypes, importlib, json, os, re, resource, sys, time, traceback
-for module in {preload!r}:
-    importlib.import_module(module)  # imports only: a thread pool must not exist before a fork
-
-
-def reset_peak():
-    # Linux: the peak (VmHWM) restarts from the current size. Returns False where it cannot.
-    try:
-        ctypes.CDLL(None).malloc_trim(0)  # glibc: memory freed but kept by malloc goes back
-    except (AttributeError, OSError):
-        pass
-    try:
-        with open("/proc/self/clear_refs", "w") as clear_refs:
-            clear_refs.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def peak_kib(resettable):
-    # The peak, less the library code mapped from files so far (Linux): the first call of a
-    # kernel reads its code into memory, by an amount that depends on the machine, not the call.
-    if resettable:
-        with open("/proc/self/status") as status:
-            kib = dict(re.findall(r"^(VmHWM|RssFile):\\s+(\\d+)", status.read(), re.M))
-        return int(kib["VmHWM"]) - int(kib["RssFile"])
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1024 if sys.platform == "darwin" else 1)
-
-
-for index, code in enumerate(json.loads(sys.stdin.read())):
-    pid = os.fork()
-    if pid == 0:
-        try:
-            import torch
-            torch.set_num_threads({threads})
-            namespace = {{}}
-            exec(code, namespace)  # allocates the inputs and defines run()
-            resettable = reset_peak()
-            before = peak_kib(resettable)
-            start = time.process_time()
-            namespace["run"]()
-            seconds = time.process_time() - start
-            grown = max(peak_kib(resettable) - before, 0)  # library pages mapped late: never < 0
-            print("@case", json.dumps([index, grown / 1024, seconds]), flush=True)
-            os._exit(0)
-        except BaseException:
-            traceback.print_exc()
-            os._exit(1)
-    if os.waitpid(pid, 0)[1] != 0:
-        sys.exit(f"case number {{index}} failed")
-"""
-
 
 def peak_memory(
-    cases: dict[Hashable, str], *, preload: tuple[str, ...] = ("torch", "attention_book"), threads: int = 1
+    cases: dict[Hashable, str],
+    *,
+    preload: tuple[str, ...] = ("torch", "attention_book"),
+    threads: int = 1,
 ) -> dict[Hashable, tuple[float, float]]:
     """Peak memory (MiB) and time (s) of one call per case, each case in a fresh process.
 
     Each case is Python source that allocates its inputs, may warm up on a small input, and
-    defines ``run``, a function of no argument. A new interpreter imports ``preload`` once and
-    forks one child process per case, in turn (``os.fork``: Linux or macOS). The child runs the
-    source, then ``run()`` once, with ``threads`` threads, and reports how much its peak
-    resident memory grew during that call, and the CPU time of the call (see ``median_times``).
+    defines ``run``, a function of no argument. A new interpreter runs
+    ``attention_book._fork_cases``: it imports ``preload`` once and forks one child process
+    per case, in turn (``os.fork``: Linux or macOS). The child runs the source, then
+    ``run()`` once, with ``threads`` threads, and reports how much its peak resident memory
+    grew during that call, and the CPU time of the call (see ``median_times``).
 
     On Linux the peak is reset just before the call (``/proc/self/clear_refs``, after
-    ``malloc_trim`` hands the memory that the allocator keeps back to the system), so the result
-    is the call's peak above everything the process held when it started; the library code that
-    the call maps from files for the first time (``RssFile``) is not counted. Elsewhere the peak is
-    the high-water mark ``ru_maxrss``, which the source must then never push above what it holds
-    when the call starts: a larger transient allocation in the setup would hide the call's.
+    ``malloc_trim`` hands the memory that the allocator keeps back to the system), so the
+    result is the call's peak above everything the process held when it started; the library
+    code that the call maps from files for the first time (``RssFile``) is not counted.
+    Elsewhere the peak is the high-water mark ``ru_maxrss``, which the source must then never
+    push above what it holds when the call starts: a larger transient allocation in the setup
+    would hide the call's.
 
     Returns:
         ``{label: (peak_mib, seconds)}``, with the labels (keys) of ``cases``, in their order.
@@ -173,10 +123,10 @@ def peak_memory(
     if not hasattr(os, "fork"):
         raise RuntimeError("peak_memory needs os.fork: Linux or macOS (Colab works), not Windows")
     threads = check_int("threads", threads, minimum=1)
-    program = _FORK_PER_CASE.format(preload=tuple(preload), threads=threads)
     labels = list(cases)
-    done = subprocess.run([sys.executable, "-c", program], input=json.dumps(list(cases.values())),
-                          capture_output=True, text=True)
+    job = {"preload": list(preload), "threads": threads, "cases": list(cases.values())}
+    done = subprocess.run([sys.executable, "-m", "attention_book._fork_cases"],
+                          input=json.dumps(job), capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"peak_memory: {done.stderr.strip()}")
     results = {}
@@ -187,7 +137,7 @@ def peak_memory(
     return results
 
 
-# %% book/chapters/09_efficient_attention.md, cell 40
+# %% book/chapters/09_efficient_attention.md, cell 41
 from collections.abc import Callable
 from typing import Any
 
@@ -201,7 +151,8 @@ class CountMatmuls(torch.overrides.TorchFunctionMode):
         super().__init__()
         self.count = 0
 
-    def __torch_function__(self, func: Callable[..., Any], types: object, args: tuple[Any, ...] = (),
+    def __torch_function__(self, func: Callable[..., Any], types: object,
+                           args: tuple[Any, ...] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
         if getattr(func, "__name__", "") in ("matmul", "__matmul__"):
             self.count += 1

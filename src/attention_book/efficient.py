@@ -5,48 +5,46 @@
 __all__ = ['tiled_attention']
 
 
-# %% book/chapters/09_efficient_attention.md, cell 24
+# %% book/chapters/09_efficient_attention.md, cell 25
 import math
 
 import torch
 from torch import Tensor
 
 
-def _causal_tile(first_row: int, rows: int, first_key: int, keys: int, device: torch.device) -> Tensor:
-    """Which keys each query of one tile may see when causal: key j <= query i (top left)."""
-    i = torch.arange(first_row, first_row + rows, device=device)  # (τ_q,) query positions
-    j = torch.arange(first_key, first_key + keys, device=device)  # (τ_k,) key positions
-    return j[None, :] <= i[:, None]  # (τ_q, τ_k), True = may attend
-
-
 def _attend_block(q_block: Tensor, key: Tensor, value: Tensor, first_row: int,
                   block_size: int, is_causal: bool) -> Tensor:
-    """Output of one block of scaled queries, walking through the blocks of keys it needs."""
+    """Output of one block of scaled queries, walking through the keys it needs."""
     rows = q_block.shape[-2]
-    # Causal: the last query of the block is first_row + rows - 1; later keys are skipped.
+    # Causal: the block's last query is first_row + rows - 1; later keys are skipped.
     key_end = min(key.shape[-2], first_row + rows) if is_causal else key.shape[-2]
-    m = q_block.new_full((*q_block.shape[:-1], 1), -math.inf)        # (..., τ_q, 1) running max
-    ell = q_block.new_zeros((*q_block.shape[:-1], 1))                # (..., τ_q, 1) running sum
-    acc = q_block.new_zeros((*q_block.shape[:-1], value.shape[-1]))  # (..., τ_q, d_v) running õ
+    state = (*q_block.shape[:-1], 1)
+    m = q_block.new_full(state, -math.inf)             # (..., τ_q, 1) running maximum
+    ell = q_block.new_zeros(state)                     # (..., τ_q, 1) running sum
+    acc = q_block.new_zeros((*state[:-1], value.shape[-1]))  # (..., τ_q, d_v) running õ
     for first_key in range(0, key_end, block_size):
-        k_block = key[..., first_key:first_key + block_size, :].to(q_block.dtype)    # (..., τ_k, d_k)
-        v_block = value[..., first_key:first_key + block_size, :].to(q_block.dtype)  # (..., τ_k, d_v)
-        scores = q_block @ k_block.transpose(-2, -1)                 # (..., τ_q, τ_k): one tile
-        if is_causal and first_key + k_block.shape[-2] - 1 > first_row:  # the tile crosses the diagonal
-            allowed = _causal_tile(first_row, rows, first_key, k_block.shape[-2], scores.device)
-            scores = scores.masked_fill(~allowed, -math.inf)         # (..., τ_q, τ_k)
+        keys = slice(first_key, first_key + block_size)
+        k_block = key[..., keys, :].to(q_block.dtype)              # (..., τ_k, d_k)
+        v_block = value[..., keys, :].to(q_block.dtype)            # (..., τ_k, d_v)
+        # one tile of scores (..., τ_q, τ_k)
+        scores = q_block @ k_block.transpose(-2, -1)
+        last_key = first_key + k_block.shape[-2] - 1
+        if is_causal and last_key > first_row:  # the tile crosses the diagonal
+            allowed = _causal_tile(first_row, rows, first_key, k_block.shape[-2],
+                                   scores.device)                  # (τ_q, τ_k)
+            scores = scores.masked_fill(~allowed, -math.inf)       # (..., τ_q, τ_k)
         m_new = torch.maximum(m, scores.amax(dim=-1, keepdim=True))  # (..., τ_q, 1)
-        # No finite score read yet (masked, or overflowed): shift by 0, not by -inf, since
-        # exp(-inf - (-inf)) is NaN. Every term read so far is then e^(-inf) = 0 anyway.
-        shift = m_new.masked_fill(m_new == -math.inf, 0.0)           # (..., τ_q, 1)
-        rescale = torch.exp(m - shift)                               # (..., τ_q, 1): old terms to the new max
-        exp_scores = torch.exp(scores - shift)                       # (..., τ_q, τ_k): weights before / ℓ̄
-        ell = ell * rescale + exp_scores.sum(dim=-1, keepdim=True)   # (..., τ_q, 1)
-        acc = acc * rescale + exp_scores @ v_block                   # (..., τ_q, d_v)
+        # No finite score read yet (masked, or overflowed): shift by 0, not by -inf,
+        # since exp(-inf - (-inf)) is NaN. Every term read so far is e^(-inf) = 0.
+        shift = m_new.masked_fill(m_new == -math.inf, 0.0)         # (..., τ_q, 1)
+        rescale = torch.exp(m - shift)         # (..., τ_q, 1): old terms to the new max
+        exp_scores = torch.exp(scores - shift)                     # (..., τ_q, τ_k)
+        ell = ell * rescale + exp_scores.sum(dim=-1, keepdim=True)  # (..., τ_q, 1)
+        acc = acc * rescale + exp_scores @ v_block                 # (..., τ_q, d_v)
         m = m_new
-    # Once a finite score has been read, ell >= 1 (the maximum contributes e^0 = 1). With none
-    # (every key masked or -inf), 0 / 1 gives the zero output that PyTorch's attention gives too.
-    return acc / ell.clamp(min=1.0)                                  # (..., τ_q, d_v)
+    # Once a finite score has been read, ell >= 1 (the maximum contributes e^0 = 1).
+    # With none (every key masked or -inf), 0 / 1 is the zero output PyTorch gives too.
+    return acc / ell.clamp(min=1.0)                                # (..., τ_q, d_v)
 
 
 def tiled_attention(
@@ -60,23 +58,24 @@ def tiled_attention(
 ) -> tuple[Tensor, None]:
     """Attention computed tile by tile, never holding a (T_q, T_k) matrix of scores.
 
-    Equal to ``softmax(query @ key^T * scale) @ value``, by the online softmax: for each block
-    of ``block_size`` queries, the blocks of ``block_size`` keys are read in turn, keeping a
-    running maximum, sum and output per query; a few ``(..., block_size, block_size)`` tiles
-    exist at a time. Autograd works through it (and then keeps every tile for the backward
-    pass). A score of ``-inf`` (a masked key, or a float product that overflows) gets weight 0,
-    even when every score of a tile is ``-inf``.
+    Equal to ``softmax(query @ key^T * scale) @ value``, by the online softmax: for
+    each block of ``block_size`` queries, the blocks of ``block_size`` keys are read in
+    turn, keeping a running maximum, sum and output per query; a few
+    ``(..., block_size, block_size)`` tiles exist at a time. Autograd works through it
+    (and then keeps every tile for the backward pass). A score of ``-inf`` (a masked
+    key, or a float product that overflows) gets weight 0, even when every score of a
+    tile is ``-inf``.
 
-    A teaching implementation: a Python loop over tiles. On one CPU thread at ``T = 8192``
-    (one head, ``d_k = 64``, float32) it took 1.8 times the CPU time of
-    ``torch.nn.functional.scaled_dot_product_attention`` with blocks of 512, 2.4 times with
-    the default 256, 4.1 times with 128 and 9.4 times with 64 (``make bench`` measures it).
-    Use PyTorch's function for speed.
+    A teaching implementation: a Python loop over tiles. On one CPU thread at
+    ``T = 8192`` (one head, ``d_k = 64``, float32) it took 1.8 times the CPU time of
+    ``torch.nn.functional.scaled_dot_product_attention`` with blocks of 512, 2.4 times
+    with the default 256, 4.1 times with 128 and 9.4 times with 64 (``make bench``
+    measures it). Use PyTorch's function for speed.
 
     Returns the pair ``(output, None)``, as ``scaled_dot_product_attention`` returns
-    ``(output, weights)``: the weights are never formed. So ``output, _ = tiled_attention(q, k,
-    v)`` reads the same as with the other function, and ``output`` is never a batch unpacked
-    by mistake::
+    ``(output, weights)``: the weights are never formed. So
+    ``output, _ = tiled_attention(q, k, v)`` reads the same as with the other function,
+    and ``output`` is never a batch unpacked by mistake::
 
         >>> q = k = v = torch.ones(2, 5, 4)  # a batch of 2
         >>> output, weights = tiled_attention(q, k, v)
@@ -87,15 +86,17 @@ def tiled_attention(
         query: ``(..., T_q, d_k)``.
         key: ``(..., T_k, d_k)``.
         value: ``(..., T_k, d_v)``.
-        is_causal: query ``i`` sees only the keys ``j <= i`` (PyTorch's convention, aligned at
-            the top left whatever ``T_q`` and ``T_k`` are); tiles above the diagonal are skipped.
-        block_size: rows of queries and of keys per tile; lengths need not be multiples of it.
+        is_causal: query ``i`` sees only the keys ``j <= i`` (PyTorch's convention,
+            aligned at the top left whatever ``T_q`` and ``T_k`` are); tiles above the
+            diagonal are skipped.
+        block_size: rows of queries and of keys per tile; lengths need not be
+            multiples of it.
         scale: multiplies the scores; defaults to ``1 / sqrt(d_k)``.
 
     Returns:
-        ``(output, None)``, the output ``(..., T_q, d_v)`` in the dtype of ``query``. Float16
-        and bfloat16 inputs are computed in float32. With no keys (``T_k = 0``) the output is
-        zeros, and gradients flow (as zeros), as with PyTorch's function.
+        ``(output, None)``, the output ``(..., T_q, d_v)`` in the dtype of ``query``.
+        Float16 and bfloat16 inputs are computed in float32. With no keys (``T_k = 0``)
+        the output is zeros, and gradients flow (as zeros), as with PyTorch's function.
 
     Raises:
         TypeError: an input is not a floating tensor, or the inputs differ in dtype.
@@ -105,21 +106,31 @@ def tiled_attention(
         ValueError: ``block_size < 1``, or ``scale`` is not finite.
     """
     _check_arguments(query, key, value, is_causal, block_size, scale)
-    if query.shape[-2] == 0 or key.shape[-2] == 0:  # nothing to attend from, or to: an empty sum,
-        return (query @ key.transpose(-2, -1)) @ value, None  # (..., T_q, d_v) zeros, in the graph
-    work_dtype = torch.promote_types(query.dtype, torch.float32)      # float16, bfloat16 -> float32
+    if query.shape[-2] == 0 or key.shape[-2] == 0:  # nothing to attend from, or to:
+        return (query @ key.transpose(-2, -1)) @ value, None  # zeros, in the graph
+    # float16 and bfloat16 are computed in float32
+    work_dtype = torch.promote_types(query.dtype, torch.float32)
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    output = query.new_empty((*query.shape[:-1], value.shape[-1]))   # (..., T_q, d_v)
+    output = query.new_empty((*query.shape[:-1], value.shape[-1]))  # (..., T_q, d_v)
     for first_row in range(0, query.shape[-2], block_size):
         rows = slice(first_row, first_row + block_size)
-        q_block = query[..., rows, :].to(work_dtype) * scale         # (..., τ_q, d_k)
-        # The block is float32 for half-precision inputs, rounded to the output's dtype here.
-        output[..., rows, :] = _attend_block(q_block, key, value, first_row, block_size, is_causal)
+        q_block = query[..., rows, :].to(work_dtype) * scale        # (..., τ_q, d_k)
+        # A float32 block for half-precision inputs, rounded to the output's dtype here.
+        output[..., rows, :] = _attend_block(q_block, key, value, first_row, block_size,
+                                             is_causal)
     return output, None
 
 
-# %% book/chapters/09_efficient_attention.md, cell 26
+# %% book/chapters/09_efficient_attention.md, cell 27
 from attention_book._checks import check_int, check_qkv, check_real
+
+
+def _causal_tile(first_row: int, rows: int, first_key: int, keys: int,
+                 device: torch.device) -> Tensor:
+    """Which keys each query of one tile may see when causal: key j <= query i (top left)."""
+    i = torch.arange(first_row, first_row + rows, device=device)  # (τ_q,) query positions
+    j = torch.arange(first_key, first_key + keys, device=device)  # (τ_k,) key positions
+    return j[None, :] <= i[:, None]  # (τ_q, τ_k), True = may attend
 
 
 def _check_arguments(query: Tensor, key: Tensor, value: Tensor, is_causal: object,
