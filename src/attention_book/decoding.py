@@ -5,7 +5,7 @@
 __all__ = ['KVCache', 'CausalSelfAttention']
 
 
-# %% book/chapters/10_generating_text.md, cell 19
+# %% book/chapters/10_generating_text.md, cell 20
 import weakref
 
 import torch
@@ -97,7 +97,7 @@ class KVCache:
         return new_keys, new_values
 
 
-# %% book/chapters/10_generating_text.md, cell 21
+# %% book/chapters/10_generating_text.md, cell 22
 class CausalSelfAttention(nn.Module):
     """Causal self-attention with rotary positions, grouped-query heads and a KV cache.
 
@@ -105,9 +105,9 @@ class CausalSelfAttention(nn.Module):
     ``(d_model -> h_kv * d_k)``, ``o_proj`` ``(h * d_k -> d_model)``, with
     ``d_k = d_model / num_heads``; ``load_state_dict`` takes the state dict of transformers'
     ``LlamaAttention``. Query head ``c`` uses key/value head ``c // (num_heads // num_kv_heads)``.
-    The outputs equal ``LlamaAttention``'s for its default rotary embedding (no ``rope_scaling``),
-    ``head_dim = d_model / num_heads``, and no padding: the module takes no attention mask, so all
-    the sequences of a batch have the same length.
+    The outputs equal ``LlamaAttention``'s for its default rotary embedding (no ``rope_scaling``)
+    and ``head_dim = d_model / num_heads``. Sequences of different lengths share a batch padded
+    on the left, with an ``attention_mask`` as transformers takes it.
 
     Attention runs in ``F.scaled_dot_product_attention(..., enable_gqa=True)``. Its default CPU
     kernel reads each shared key/value head in place; its math kernel, which a GPU falls back to
@@ -139,7 +139,8 @@ class CausalSelfAttention(nn.Module):
         self.v_proj = nn.Linear(self.d_model, self.num_kv_heads * self.d_k, bias=bias)
         self.o_proj = nn.Linear(self.num_heads * self.d_k, self.d_model, bias=bias)
 
-    def forward(self, x: Tensor, *, cache: KVCache | None = None) -> Tensor:
+    def forward(self, x: Tensor, *, cache: KVCache | None = None,
+                attention_mask: Tensor | None = None) -> Tensor:
         """Attend from each position of ``x`` ``(N, T, d_model)`` to itself and the positions before.
 
         Without ``cache``, ``x`` holds positions ``0 .. T - 1``. With one, ``x`` continues the
@@ -148,43 +149,63 @@ class CausalSelfAttention(nn.Module):
         Decode with a cache under ``torch.no_grad()``: the keys require gradients when the
         weights or ``x`` do, and the cache refuses them while gradients are recorded.
 
+        ``attention_mask`` ``(N, T_cached + T)``, bool or 0/1 integers, True or 1 = real token,
+        covers the cached positions and ``x``'s, as the ``attention_mask`` a tokenizer returns
+        (pad on the left). A real token attends to the real tokens up to it only, and its
+        position counts the real tokens before it, as transformers counts them (cumsum - 1), so
+        a padded sequence gives the outputs it gives alone. A padding position attends to every
+        position up to it (its output is never used; no row is left empty).
+
         Returns:
             The output ``(N, T, d_model)``.
 
         Raises:
             TypeError: ``x`` is not a floating tensor of the weights' dtype.
             TypeError: ``cache`` is not a ``KVCache``, or holds another dtype.
+            TypeError: ``attention_mask`` is not a bool or integer tensor.
             ValueError: ``x`` is not ``(N, T, d_model)``.
             ValueError: ``cache`` belongs to another layer (the first that used it).
             ValueError: ``cache`` holds another batch size, or keys of another shape or device.
+            ValueError: ``attention_mask`` is not ``(N, T_cached + T)``, or holds other values than 0 and 1.
             RuntimeError: ``cache`` is given while gradients are recorded and the keys require them.
         """
-        _check_forward(self, x, cache)
+        real = _check_forward(self, x, cache, attention_mask)  # (N, T_k) bool, or None: no padding
         start = 0 if cache is None else cache.next_position
-        positions = torch.arange(start, start + x.shape[1], device=x.device)  # (T,)
+        if real is None:
+            positions = torch.arange(start, start + x.shape[1], device=x.device)  # (T,)
+        else:  # each sequence counts its real tokens: 0, 1, 2, ... after its padding
+            counted = (real.cumsum(dim=-1) - 1).masked_fill(~real, 0)  # (N, T_k)
+            positions = counted[:, -x.shape[1]:]                      # (N, T)
         q = split_heads(self.q_proj(x), self.num_heads)     # (N, h, T, d_k)
         k = split_heads(self.k_proj(x), self.num_kv_heads)  # (N, h_kv, T, d_k)
         v = split_heads(self.v_proj(x), self.num_kv_heads)  # (N, h_kv, T, d_k)
-        q = apply_rotary(q, positions, base=self.rope_base)  # (N, h, T, d_k): turned by position
-        k = apply_rotary(k, positions, base=self.rope_base)  # (N, h_kv, T, d_k)
+        # queries and keys turned by their positions, in one call: (N, h + h_kv, T, d_k)
+        turned = apply_rotary(torch.cat([q, k], dim=1), positions, base=self.rope_base)
+        q, k = turned.split([self.num_heads, self.num_kv_heads], dim=1)  # (N, h, T, d_k), (N, h_kv, T, d_k)
         if cache is not None:
             k, v = cache.append(k, v)  # (N, h_kv, T_k, d_k) each: the cache, new positions last
             cache._layer = weakref.ref(self)  # the cache is this layer's from now on
-        heads = _causal_attention(q, k, v)  # (N, h, T, d_k)
+        heads = _causal_attention(q, k, v, real)  # (N, h, T, d_k)
         return self.o_proj(merge_heads(heads))  # (N, T, d_model)
 
 
-def _causal_attention(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
-    """Query i of T_q sees the keys up to T_k - T_q + i: the causal mask aligned bottom right."""
+def _causal_attention(q: Tensor, k: Tensor, v: Tensor, real: Tensor | None = None) -> Tensor:
+    """Query i of T_q sees the keys up to T_k - T_q + i: the causal mask aligned bottom right.
+
+    With ``real`` ``(N, T_k)``, a real query sees only the real keys among them.
+    """
     T_q, T_k = q.shape[2], k.shape[2]
-    if T_q == T_k or T_q == 1:  # the whole text, or one new token: no mask to build
+    if real is None and (T_q == T_k or T_q == 1):  # the whole text, or one new token: no mask
         return F.scaled_dot_product_attention(q, k, v, is_causal=T_q > 1, enable_gqa=True)
     mask = torch.ones(T_q, T_k, dtype=torch.bool, device=q.device).tril(T_k - T_q)  # (T_q, T_k)
+    if real is not None:  # padding queries keep the causal row: none is empty
+        keeps = real[:, None, :] | ~real[:, -T_q:, None]  # (N, T_q, T_k)
+        mask = (mask & keeps)[:, None]                    # (N, 1, T_q, T_k)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)  # (N, h, T_q, d_k)
 
 
-# %% book/chapters/10_generating_text.md, cell 23
-from attention_book._checks import check_floating, check_int, check_real, check_tokens
+# %% book/chapters/10_generating_text.md, cell 24
+from attention_book._checks import check_floating, check_int, check_real, check_real_tokens, check_tokens
 
 
 def _check_sizes(d_model: object, num_heads: object, num_kv_heads: object,
@@ -240,14 +261,25 @@ def _check_append(cache: "KVCache", keys: Tensor, values: Tensor) -> None:
             "place, and a backward through one step fails once a later step has written; "
             "decode under torch.no_grad() or torch.inference_mode()"
         )
-    _check_fits("keys", cache.keys, tuple(keys.shape), keys.dtype, keys.device)
-    _check_fits("values", cache.values, tuple(values.shape), values.dtype, values.device)
+    # the buffers, not the views `cache.keys` and `cache.values`: the same N, h_kv, d, no new tensor
+    _check_fits("keys", cache._keys, tuple(keys.shape), keys.dtype, keys.device)
+    _check_fits("values", cache._values, tuple(values.shape), values.dtype, values.device)
 
 
-def _check_forward(module: "CausalSelfAttention", x: Tensor, cache: object) -> None:
+def _check_forward(module: "CausalSelfAttention", x: Tensor, cache: object,
+                   attention_mask: object) -> Tensor | None:
+    """Checks the arguments; returns ``attention_mask`` as bool ``(N, T_k)``, None without padding."""
     check_tokens("x", x, "d_model", module.d_model, module.q_proj.weight.dtype)
-    if cache is None:
-        return
+    if cache is not None:
+        _check_cache(module, x, cache)
+    if attention_mask is None:
+        return None
+    T_k = x.shape[1] + (len(cache) if isinstance(cache, KVCache) else 0)
+    real = check_real_tokens("attention_mask", attention_mask, "(N, T_cached + T)", (x.shape[0], T_k))
+    return None if bool(real.all()) else real.to(x.device)  # no padding: the fast path
+
+
+def _check_cache(module: "CausalSelfAttention", x: Tensor, cache: object) -> None:
     if not isinstance(cache, KVCache):
         raise TypeError(f"cache must be a KVCache or None, got {type(cache).__name__}")
     if cache._layer is not None and cache._layer() is not module:
