@@ -5,7 +5,7 @@
 __all__ = ['plot_attention']
 
 
-# %% book/chapters/01_what_is_attention.md, cell 33
+# %% book/chapters/01_what_is_attention.md, cell 40
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -53,11 +53,11 @@ def plot_attention(
 
     Raises:
         TypeError: ``weights`` is neither a tensor nor an array of real numbers.
-        TypeError: a label argument is not an iterable of labels (a single string is refused).
+        TypeError: a label argument is a single string or not an iterable of labels.
         TypeError: ``colorbar_label`` is not a string.
         ValueError: ``weights`` is not 2-D.
-        ValueError: the number of ``query_labels`` is not ``T_q``, or of ``key_labels`` not ``T_k``.
-        ImportError: matplotlib is not installed (``pip install 'attention-book[plot]'``).
+        ValueError: not ``T_q`` ``query_labels``, or not ``T_k`` ``key_labels``.
+        ImportError: matplotlib is missing: ``pip install 'attention-book[plot]'``.
     """
     array = _weights_as_array(weights)  # (T_q, T_k), float64
     query_labels = _labels_as_list("query_labels", query_labels, array.shape, 0)
@@ -90,7 +90,7 @@ def plot_attention(
     return ax
 
 
-# %% book/chapters/01_what_is_attention.md, cell 35
+# %% book/chapters/01_what_is_attention.md, cell 41
 from types import ModuleType
 
 
