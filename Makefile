@@ -140,10 +140,12 @@ chromium:
 	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $(BROWSER_PACKAGES)
 
 # The book on paper: a PDF of each edition, made by XeLaTeX from Sphinx's LaTeX (tools/pdf.py,
-# tools/book_latex.py), copied into the site that `build` writes, which links both from every
-# page: _build/html/attention-executable.pdf and _build/html/zh/attention-executable-zh.pdf.
+# tools/book_latex.py), copied into the site that `build` writes (built first when missing),
+# which links both from every page: _build/html/attention-executable.pdf and
+# _build/html/zh/attention-executable-zh.pdf. `build` empties _build/html: run it before, not after.
 # Fails on a warning, a missing character, an undefined reference or text pushed off the page.
-pdf: install texlive build
+pdf: install texlive
+	test -f _build/html/index.html -a -f _build/html/zh/index.html || $(MAKE) build
 	$(BIN)/python tools/pdf.py -W -n --keep-going
 
 # Both PDFs (tests/test_pdf.py): length, embedded fonts (a CJK one in the Chinese PDF), the title
@@ -158,10 +160,12 @@ test-pdf: install pdf
 PDF_FILES := /usr/bin/xelatex /usr/bin/latexmk /usr/bin/pdftoppm \
 	/usr/share/texlive/texmf-dist/tex/xelatex/xecjk/xeCJK.sty \
 	/usr/share/texlive/texmf-dist/tex/latex/newunicodechar/newunicodechar.sty \
-	/usr/share/fonts/opentype/freefont/FreeSerif.otf /usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf \
+	/usr/share/fonts/opentype/freefont/FreeSerif.otf \
+	/usr/share/fonts/truetype/dejavu/DejaVuSansMono-Oblique.ttf /usr/share/fonts/truetype/dejavu/DejaVuSans-Oblique.ttf \
 	/usr/share/fonts/opentype/noto/NotoSerifCJK-Regular.ttc
 PDF_PACKAGES := texlive-xetex texlive-latex-recommended texlive-latex-extra texlive-fonts-recommended \
-	texlive-lang-chinese latexmk fonts-freefont-otf fonts-dejavu-core fonts-noto-cjk poppler-utils
+	texlive-lang-chinese latexmk fonts-freefont-otf fonts-dejavu-core fonts-dejavu-extra fonts-noto-cjk \
+	poppler-utils
 texlive:
 	@missing=""; for file in $(PDF_FILES); do test -e $$file || missing="$$missing $$file"; done; \
 	if [ -z "$$missing" ]; then exit 0; fi; \

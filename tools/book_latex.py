@@ -8,17 +8,18 @@ in any other builder:
 - each edition's document is named as its PDF is (`PDF_NAMES` of tools/book_i18n.py), the
   Chinese one with the Chinese title (`book_edition_titles`);
 - the root page (book/index) is the opening chapter, unnumbered; its sections are unnumbered too;
-- each part of `_toc.yml` ("Chapters", "Part II: Beyond the notes", "Reference") starts with a
-  part page carrying its caption, as translated in the edition; the chapters are numbered 1, 2,
-  ... through the parts, as the text refers to them; the pages of the last part, the reference
-  pages, are appendices (A, B, ...);
+- each part of `_toc.yml` ("Chapters", "Part II: Beyond the notes", ...) starts with a part
+  page carrying its caption, as translated in the edition; the chapters are numbered 1, 2, ...
+  through the parts, as the text refers to them; the pages of the parts after the last chapter
+  (appendices, reference pages) are appendices, lettered A, B, ...;
 - the bibliography is printed in its page (book/references), not after the last appendix where
   Sphinx would gather it;
 - the labels the LaTeX writes itself ("Chapter 1", "Appendix A", "Contents") are in the language
   of the edition, through the book's catalog of fixed labels (tools/book_i18n.py).
 
 Nothing is hidden on paper: Sphinx's LaTeX writer prints the cells that the HTML folds
-(`hide-input`, dropdowns, the solutions of the exercises, which follow each exercise).
+(`hide-input`, the solutions of the exercises, which follow each exercise), and the dropdowns
+(sphinx-design's `{dropdown}`) are printed in full, boxed under their title like admonitions.
 
 Loaded through `sphinx.local_extensions` in `_config.yml`.
 """
@@ -26,6 +27,7 @@ Loaded through `sphinx.local_extensions` in `_config.yml`.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from docutils import nodes
 from sphinx import addnodes
@@ -36,8 +38,15 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 
 from book_i18n import CATALOG, PDF_NAMES, is_translation
 
-# The part of _toc.yml, by its caption in _toc.yml, whose pages are appendices.
-APPENDIX_PART = "Reference"
+# The chapters' folder: the parts of _toc.yml after the last one with a chapter are appendices.
+CHAPTERS = "book/chapters/"
+# The symbols that go through \bookglyph (a font that has them: no "Missing character"): every
+# character of the document from these code points on, but for General Punctuation and CJK,
+# which the text fonts and xeCJK draw. Written by `_write_fallbacks` beside the .tex file.
+FALLBACK_FROM = 0x1D00
+NOT_FALLBACK = ((0x2000, 0x206F), (0x2E80, 0xA4CF), (0xF900, 0xFAFF), (0xFE30, 0xFE4F),
+                (0xFF00, 0xFFEF), (0x20000, 0x3FFFF))
+FALLBACKS_FILE = "bookfallbacks.tex"
 # The labels the LaTeX writes, translated on a translated edition (book_i18n's INTERFACE_LABELS).
 LABELS = ("Chapter {number}", "Appendix {number}", "Contents")
 # TeX that the document's structure needs; the labels are filled in per edition.
@@ -59,6 +68,13 @@ PREAMBLE = r"""
 %% A part of _toc.yml: a page with its caption, listed in the table of contents.
 \newcommand{\bookpart}[1]{\bookmainmatter\cleardoublepage\phantomsection
   \addcontentsline{toc}{part}{#1}\part*{#1}}
+%% A symbol (tools/book_latex.py: FALLBACK) in the current font if it has it, else in the
+%% fallback fonts of _config.yml: \bookfallbackfont (same weight and shape), \booklastfont.
+\newcommand{\bookglyph}[1]{\texorpdfstring{\ifmmode\text{\book@glyph{#1}}\else\book@glyph{#1}\fi}{#1}}
+\newcommand{\book@glyph}[1]{\ifnum\XeTeXcharglyph`#1>\z@ #1\else
+  {\bookfallbackfont\ifnum\XeTeXcharglyph`#1>\z@ #1\else\booklastfont #1\fi}\fi}
+\usepackage{newunicodechar}
+\InputIfFileExists{%(fallbacks)s}{}{}
 %% The bibliography is printed in its own page, whose title it keeps (no second title).
 \renewenvironment{sphinxthebibliography}[1]
   {\let\chapter\@gobbletwo\let\@mkboth\@gobbletwo\begin{thebibliography}{#1}}
@@ -91,7 +107,6 @@ class MarkTocParts(SphinxTransform):
             wrapper = toctree.parent
             if isinstance(wrapper, nodes.compound) and toctree.get("caption"):
                 wrapper["book_part"] = toctree["caption"]
-                wrapper["book_part_source"] = toctree.get("rawcaption") or toctree["caption"]
 
 
 class MarkBibliographyPage(SphinxPostTransform):
@@ -126,7 +141,7 @@ class ArrangeTheBook(SphinxPostTransform):
             <raw> \\bookpart{Chapters}
             <start_of_file> <section> ... (a chapter)
             ...
-            <raw> \\appendix \\bookpart{Reference}
+            <raw> \\appendix \\bookpart{Appendices} (the first part after the last chapter)
             <start_of_file> <section> ... (an appendix)
     """
 
@@ -143,9 +158,12 @@ class ArrangeTheBook(SphinxPostTransform):
         for part in parts:
             part.parent.remove(part)
         self._open_with_the_root_page(root)
-        for part in parts:
+        last_with_chapters = max((number for number, part in enumerate(parts) if any(
+            start["docname"].startswith(CHAPTERS) for start in part.findall(addnodes.start_of_file))),
+            default=len(parts) - 1)
+        for number, part in enumerate(parts):
             tex = rf"\bookpart{{{self._escape(part['book_part'])}}}"
-            if part["book_part_source"] == APPENDIX_PART:
+            if number == last_with_chapters + 1:
                 tex = r"\appendix" + "\n" + tex
             self.document += nodes.raw("", tex + "\n", format="latex")
             self.document.extend(part.children)
@@ -206,6 +224,29 @@ class ExerciseReferencesAcrossPages(SphinxPostTransform):
                 node.replace_self(reference)
 
 
+class DropdownsAsAsides(SphinxPostTransform):
+    """A dropdown (sphinx-design's `{dropdown}`) as a box with its title, as an admonition is.
+
+    Paper cannot unfold it: its content is printed in full. sphinx-design would print the title
+    as a bare run-in heading, with nothing to show where the aside ends.
+    """
+
+    default_priority = 190  # before sphinx-design's own transforms (199, HTML only)
+    formats = ("latex",)
+
+    def run(self, **kwargs) -> None:
+        from sphinx_design.shared import is_component
+
+        for dropdown in list(self.document.findall(lambda node: is_component(node, "dropdown"))):
+            children = list(dropdown.children)
+            if dropdown.get("has_title") and children and isinstance(children[0], nodes.rubric):
+                title = nodes.title("", "", *children.pop(0).children)
+            else:
+                title = nodes.title("", "")
+            aside = nodes.admonition("", title, *children, classes=["dropdown"])
+            dropdown.replace_self(aside)
+
+
 class ColumnWidthsForPaper(SphinxPostTransform):
     """Give every table without set widths column widths from its content, as a browser does.
 
@@ -264,6 +305,7 @@ def _configure(app, config) -> None:
     preamble = PREAMBLE % {
         "chapter": labels["Chapter {number}"].replace("{number}", "#1"),
         "appendix": labels["Appendix {number}"].replace("{number}", "#1"),
+        "fallbacks": FALLBACKS_FILE,
     }
     elements = dict(config.latex_elements)
     elements["preamble"] = elements.get("preamble", "") + preamble
@@ -290,12 +332,32 @@ def _name_the_document(app, env, docnames) -> None:
     app.builder.get_contentsname = lambda indexfile: contents
 
 
+def fallback_characters(tex: str) -> list[str]:
+    """The characters of `tex` that \\bookglyph draws (FALLBACK_FROM, NOT_FALLBACK)."""
+    return sorted({character for character in tex if ord(character) >= FALLBACK_FROM
+                   and not any(low <= ord(character) <= high for low, high in NOT_FALLBACK)})
+
+
+def _write_fallbacks(app, exception) -> None:
+    """Beside each .tex file, the \\newunicodechar of each symbol it contains (build-finished)."""
+    if exception is not None or not _is_latex(app):
+        return
+    for entry in app.config.latex_documents:
+        tex = Path(app.outdir, entry[1])
+        if tex.is_file():
+            lines = [f"\\newunicodechar{{{character}}}{{\\bookglyph{{{character}}}}}  % U+{ord(character):04X}"
+                     for character in fallback_characters(tex.read_text(encoding="utf-8"))]
+            Path(app.outdir, FALLBACKS_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
 def setup(app):
     app.add_transform(MarkTocParts)
     app.add_post_transform(MarkBibliographyPage)
     app.add_post_transform(ExerciseReferencesAcrossPages)
+    app.add_post_transform(DropdownsAsAsides)
     app.add_post_transform(ArrangeTheBook)
     app.add_post_transform(ColumnWidthsForPaper)
     app.connect("config-inited", _configure, priority=600)  # after book_i18n (400, 500)
     app.connect("env-before-read-docs", _name_the_document)
+    app.connect("build-finished", _write_fallbacks)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
