@@ -13,19 +13,15 @@ from attention_book._checks import check_dim, check_floating
 
 
 def softmax(x: Tensor, dim: int = -1) -> Tensor:
-    """Numerically stable softmax of ``x`` along ``dim``:
-    ``exp(x - max) / sum(exp(x - max))``.
+    """Stable softmax of ``x`` along ``dim``: ``exp(x - max) / sum(exp(x - max))``.
 
     Args:
-        x: a floating tensor with at least one dimension, any shape ``(..., n, ...)``.
-        dim: the dimension that is normalised; negative values count from the end.
+        x: a floating tensor with at least one dimension.
+        dim: the dimension normalised; negative values count from the end.
 
     Returns:
-        A tensor of the shape and dtype of ``x`` whose slices along ``dim`` are
-        non-negative (an entry of ``-inf`` gives 0) and sum to 1. A slice whose
-        entries are all ``-inf`` (nothing to attend to) gives zeros, where
-        ``torch.softmax`` gives NaN; an empty ``dim`` (``n = 0``) gives an empty result,
-        as ``torch.softmax`` does. Otherwise it equals ``torch.softmax(x, dim)``.
+        ``torch.softmax(x, dim)``, in the shape and dtype of ``x``, except that a slice
+        of all ``-inf`` (nothing to attend to) gives zeros, not NaN.
 
     Raises:
         TypeError: ``x`` is not a floating tensor, or ``dim`` is not an int.
