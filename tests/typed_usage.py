@@ -12,11 +12,14 @@ from attention_book import (
     BertSelfAttention,
     CausalSelfAttention,
     KVCache,
+    LlamaDecoder,
     MultiHeadAttention,
     additive_mask,
     apply_rotary,
     causal_mask,
     extended_attention_mask,
+    filter_logits,
+    generate,
     mask_from_blocked,
     merge_heads,
     padding_mask,
@@ -74,12 +77,27 @@ def decode(x: Tensor) -> Tensor:
     return rotated + sinusoidal_positions(5, 4)
 
 
+def language_model() -> Tensor:
+    model = LlamaDecoder(50, 16, 2, 4, 24, num_kv_heads=2, tie_embeddings=True).eval()
+    prompts = torch.tensor([[0, 0, 7, 8], [5, 6, 7, 8]])  # (N, T): the first padded on the left
+    real = torch.tensor([[0, 0, 1, 1], [1, 1, 1, 1]])     # as a tokenizer returns it
+    with torch.no_grad():
+        logits: Tensor = model.forward(prompts, attention_mask=real)
+    kept = filter_logits(logits[:, -1], temperature=0.8, top_k=10, top_p=0.9, min_p=0.05)
+    assert kept.shape == (2, 50)
+    tokens = generate(model, prompts, attention_mask=real, max_new_tokens=3, eos_token_id=1,
+                      do_sample=True, top_k=10, generator=torch.Generator().manual_seed(0))
+    assert tokens.shape[0] == 2 and tokens.shape[1] <= 7
+    return tokens
+
+
 def main() -> None:
     x = torch.randn(2, 5, 16, generator=torch.Generator().manual_seed(0))  # (N, T, d_model)
     attention(x)
     padded_heads(x)
     bert(x)
     decode(x)
+    language_model()
     plot_attention(torch.full((2, 3), 1 / 3), ["a", "b"], ["x", "y", "z"], title="uniform")
     print("typed usage: every public name used")
 

@@ -7,10 +7,11 @@ from .attention import scaled_dot_product_attention
 from .bert import BertConfig, extended_attention_mask, BertSelfAttention
 from .decoding import KVCache, CausalSelfAttention
 from .efficient import tiled_attention
+from .llm import LlamaDecoder, generate, filter_logits
 from .masks import causal_mask, padding_mask, mask_from_blocked, additive_mask
 from .multihead import split_heads, merge_heads, MultiHeadAttention
 from .plotting import plot_attention
 from .positions import sinusoidal_positions, apply_rotary
 
 __version__ = "0.2.0"
-__all__ = ['softmax', 'softmax_jacobian', 'scaled_dot_product_attention', 'BertConfig', 'extended_attention_mask', 'BertSelfAttention', 'KVCache', 'CausalSelfAttention', 'tiled_attention', 'causal_mask', 'padding_mask', 'mask_from_blocked', 'additive_mask', 'split_heads', 'merge_heads', 'MultiHeadAttention', 'plot_attention', 'sinusoidal_positions', 'apply_rotary']
+__all__ = ['softmax', 'softmax_jacobian', 'scaled_dot_product_attention', 'BertConfig', 'extended_attention_mask', 'BertSelfAttention', 'KVCache', 'CausalSelfAttention', 'tiled_attention', 'LlamaDecoder', 'generate', 'filter_logits', 'causal_mask', 'padding_mask', 'mask_from_blocked', 'additive_mask', 'split_heads', 'merge_heads', 'MultiHeadAttention', 'plot_attention', 'sinusoidal_positions', 'apply_rotary']
