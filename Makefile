@@ -71,10 +71,11 @@ dist: install
 	$(BIN)/python -m build --no-isolation --outdir dist .
 	$(BIN)/python -m twine check --strict dist/*
 
-# tests/test_browser.py and tests/test_main_line.py need the built book: `make test-browser` runs
-# them after `build`.
+# tests/test_browser.py, tests/test_main_line.py and tests/test_interactive_figures.py need the
+# built book: `make test-browser` runs them after `build`.
 unit: install
-	$(BIN)/python -m pytest -q tests --ignore=tests/test_browser.py --ignore=tests/test_main_line.py
+	$(BIN)/python -m pytest -q tests --ignore=tests/test_browser.py --ignore=tests/test_main_line.py \
+		--ignore=tests/test_interactive_figures.py
 
 # Every chapter as in Colab: each .ipynb copied alone into an empty folder, the package
 # installed from a freshly built wheel (not the editable install), no network (unshare -n);
@@ -121,7 +122,8 @@ lint-workflows: install
 # links between the editions, a CJK font, dark mode, print. Saves screenshots to
 # _build/screenshots/.
 test-browser: install chromium build
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_main_line.py tests/test_browser.py
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_main_line.py tests/test_browser.py \
+		tests/test_interactive_figures.py
 
 # Debian's chromium, chromium-driver and a CJK font (the Chinese edition, and the Chinese terms
 # of the English one): installed with apt-get when missing and make runs as root (as in CI);
