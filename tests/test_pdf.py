@@ -168,6 +168,27 @@ def test_every_page_of_the_toc_is_in_the_pdf(edition):
     assert not missing, f"titles not found in {_pdf(edition).name}: {missing}"
 
 
+def _label(kind: str, edition: str) -> str:
+    """"Chapter {number}" or "Appendix {number}", in the edition's language (tools/book_i18n.py)."""
+    english = f"{kind} {{number}}"
+    return INTERFACE_LABELS["zh_CN"][CATALOG][english] if edition == "zh" else english
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_chapters_are_numbered_and_the_pages_after_them_are_appendices(edition):
+    """Each chapter opens under "Chapter 1", "Chapter 2", ... (第 1 章 ...), in the order of
+    _toc.yml; the pages after the last chapter under "Appendix A", "Appendix B", ..."""
+    text = _squeeze(_text(edition))
+    chapters = [page for page in TOC_PAGES if page.startswith("book/chapters/")]
+    after = TOC_PAGES[TOC_PAGES.index(chapters[-1]) + 1:]
+    expected = [_label("Chapter", edition).format(number=number) + _html_title(page, edition)
+                for number, page in enumerate(chapters, 1)]
+    expected += [_label("Appendix", edition).format(number=chr(ord("A") + number)) + _html_title(page, edition)
+                 for number, page in enumerate(after)]
+    missing = [heading for heading in expected if _squeeze(heading) not in text]
+    assert not missing, f"headings not found in {_pdf(edition).name}: {missing}"
+
+
 @pytest.mark.parametrize("edition", EDITIONS)
 def test_every_figure_of_the_html_is_in_the_pdf(edition):
     figures = {img["src"].rsplit("/", 1)[-1]
@@ -238,7 +259,7 @@ def _figure_band(edition: str, page: int, image) -> tuple[int, float]:
 
 def _first_page_of_chapter_1(edition: str) -> int:
     """The page that opens chapter 1: its heading, "Chapter 1" (第 1 章) above the title."""
-    label = INTERFACE_LABELS["zh_CN"][CATALOG]["Chapter {number}"] if edition == "zh" else "Chapter {number}"
+    label = _label("Chapter", edition)
     title = _html_title(next(page for page in TOC_PAGES if "/chapters/" in page), edition)
     heading = _squeeze(label.format(number=1) + title)
     return next(number for number in range(1, _page_count(edition) + 1)

@@ -55,8 +55,9 @@ PREAMBLE = r"""
 \makeatletter
 \newcommand{\bookchapterlabel}[1]{%(chapter)s}
 \newcommand{\bookappendixlabel}[1]{%(appendix)s}
+\def\book@appendixapp{\appendixname}%% what \appendix sets \@chapapp to
 \newcommand{\bookheadinglabel}{%%
-  \ifx\@chapapp\appendixname\bookappendixlabel{\thechapter}\else\bookchapterlabel{\thechapter}\fi}
+  \ifx\@chapapp\book@appendixapp\bookappendixlabel{\thechapter}\else\bookchapterlabel{\thechapter}\fi}
 %% A chapter's heading: its label ("Chapter 1", "Appendix A", in the edition's language), then its
 %% title; an unnumbered chapter (the opening one) has its title only.
 \def\@makechapterhead#1{\vspace*{10\p@}{\parindent\z@\raggedright\normalfont\sffamily
