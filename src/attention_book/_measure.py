@@ -5,7 +5,7 @@
 __all__ = ['median_times', 'floor_forward', 'peak_memory', 'CountMatmuls']
 
 
-# %% book/chapters/06_multihead_attention.md, cell 67
+# %% book/chapters/06_multihead_attention.md, cell 72
 """What a computation costs: time, several functions side by side; peak memory, each case in
 a fresh process (added by the efficient-attention chapter).
 
@@ -54,7 +54,7 @@ def median_times(
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-# %% book/chapters/06_multihead_attention.md, cell 68
+# %% book/chapters/06_multihead_attention.md, cell 73
 import torch.nn.functional as F
 from torch import Tensor
 

@@ -23,11 +23,8 @@ def causal_mask(
         device: where to create the mask.
 
     Returns:
-        A bool tensor ``(T_q, T_k)``, True = may attend, equal to ``torch.tril`` of
-        ones. When ``T_q != T_k`` it is aligned top-left, like PyTorch's
-        ``is_causal=True``: query ``i`` sees keys ``0..i``. (When the queries are the
-        last ``T_q`` of the ``T_k`` positions, as in decoding with a cache, use the
-        bottom-right alignment ``tril(diagonal=T_k - T_q)``.)
+        A bool tensor ``(T_q, T_k)``, True = may attend, aligned top-left like
+        PyTorch's ``is_causal=True``.
 
     Raises:
         TypeError: ``T_q`` or ``T_k`` is not an int.
@@ -50,19 +47,18 @@ def padding_mask(
     """The padding mask of a batch of sequences padded at the end.
 
     Args:
-        lengths: the real length of each sequence, a 1-D integer tensor or numpy array
-            ``(N,)``, or a sequence of ints, each between 0 and ``max_len``.
+        lengths: each sequence's real length ``(N,)``: a 1-D integer tensor or array,
+            or a sequence of ints.
         max_len: the padded length ``T``; defaults to ``max(lengths)``.
 
     Returns:
-        A bool tensor ``(N, T)``, True = real token, False = padding; on the device of
-        ``lengths`` when it is a tensor. As a key mask it broadcasts as
-        ``mask[:, None, None, :]`` to ``(N, 1, 1, T)``.
+        A bool tensor ``(N, T)``, True = real token, on the device of ``lengths``
+        if it is a tensor.
 
     Raises:
         TypeError: ``lengths`` is not integer, or ``max_len`` is not an int.
         ValueError: ``lengths`` is not 1-D, or is empty or all 0 without ``max_len``.
-        ValueError: ``lengths`` holds a negative length or one longer than ``max_len``.
+        ValueError: a length is negative or longer than ``max_len``.
         ValueError: ``max_len`` is not positive.
     """
     lengths, max_len = _checked_lengths(lengths, max_len)  # (N,) int64, an int >= 1
@@ -75,14 +71,14 @@ def mask_from_blocked(blocked: Tensor) -> Tensor:
     """Convert a 0/1 mask where 1 = masked (the notes' form) to True = may attend.
 
     Args:
-        blocked: a bool tensor, or an integer tensor of 0s and 1s, any shape; 1 (True)
-            marks a hidden position.
+        blocked: a bool or integer 0/1 tensor, any shape; 1 (True) = masked.
 
     Returns:
         A bool tensor of the same shape, True where ``blocked`` is 0.
 
     Raises:
-        TypeError: ``blocked`` is not a tensor, or is floating (an additive mask, not 0/1).
+        TypeError: ``blocked`` is not a tensor.
+        TypeError: ``blocked`` is floating (an additive mask, not 0/1).
         ValueError: ``blocked`` holds values other than 0 and 1.
     """
     _check_blocked(blocked)
@@ -91,18 +87,15 @@ def mask_from_blocked(blocked: Tensor) -> Tensor:
 
 # %% book/chapters/05_masked_attention.md, cell 25
 def additive_mask(allowed: Tensor, *, dtype: torch.dtype = torch.float32) -> Tensor:
-    """Convert a bool mask (True = may attend) to an additive one: 0 keeps, -inf
-    removes.
+    """Convert a bool mask (True = may attend) to an additive mask: 0 or -inf.
 
     Args:
         allowed: a bool tensor, any shape, True = may attend.
         dtype: the floating dtype of the result.
 
     Returns:
-        A tensor of ``allowed``'s shape and device, 0 where True and ``-inf`` where
-        False. ``-inf`` is exact in every floating dtype, and a row of it is one that
-        ``scaled_dot_product_attention`` recognises as fully masked (zero weights); a
-        finite fill such as -1e9 or ``finfo.min`` is not.
+        A tensor of ``allowed``'s shape and device, 0 where True and ``-inf``
+        where False.
 
     Raises:
         TypeError: ``allowed`` is not a bool tensor, or ``dtype`` is not floating.

@@ -16,13 +16,13 @@ def split_heads(x: Tensor, num_heads: int) -> Tensor:
     """Share the features out among heads: ``(N, T, d_model) -> (N, h, T, d_k)``.
 
     ``d_k = d_model / num_heads``; head ``c`` gets features ``c*d_k`` to
-    ``(c+1)*d_k - 1``. The result is a view when ``x`` is contiguous (as a ``nn.Linear``
-    output is).
+    ``(c+1)*d_k - 1``. The result is a view when ``x`` is contiguous.
 
     Raises:
         TypeError: ``num_heads`` is not an int, or ``x`` is not a tensor.
         ValueError: ``num_heads`` is not positive.
-        ValueError: ``x`` is not 3-D, or its last dimension is not divisible by ``num_heads``.
+        ValueError: ``x`` is not 3-D.
+        ValueError: the last dimension of ``x`` is not divisible by ``num_heads``.
     """
     num_heads = check_int("num_heads", num_heads)
     _check_split(x, num_heads)
@@ -51,17 +51,16 @@ class MultiHeadAttention(nn.Module):
     """Multi-head attention, batch first: ``out_proj(Concat(head_0, ..., head_{h-1}))``.
 
     Args:
-        d_model: width of the inputs and outputs; split into ``num_heads`` heads of
-            ``d_k = d_model / num_heads``.
-        num_heads: number of heads ``h``.
+        d_model: width of the inputs and outputs.
+        num_heads: number of heads ``h``, each of width ``d_k = d_model / num_heads``.
         dropout: probability of zeroing an attention weight, in training mode only.
-        bias: whether the four projections ``q_proj``, ``k_proj``, ``v_proj`` and
-            ``out_proj`` (each ``nn.Linear(d_model, d_model)``) have a bias.
+        bias: whether ``q_proj``, ``k_proj``, ``v_proj`` and ``out_proj`` have a bias.
 
     Raises:
-        TypeError: ``d_model`` or ``num_heads`` is not an int (or ``numpy.int64``).
+        TypeError: ``d_model`` or ``num_heads`` is not an integer.
         TypeError: ``dropout`` is not a real number.
-        ValueError: ``d_model`` or ``num_heads`` is not positive, or ``d_model % num_heads != 0``.
+        ValueError: ``d_model`` or ``num_heads`` is not positive.
+        ValueError: ``d_model`` is not divisible by ``num_heads``.
         ValueError: ``dropout`` is outside ``[0, 1)``.
     """
 
@@ -88,48 +87,27 @@ class MultiHeadAttention(nn.Module):
         is_causal: bool = False,
         need_weights: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
-        """Attend from ``query`` ``(N, T_q, d_model)`` to ``key``/``value``
-        ``(N, T_k, d_model)``.
+        """Attend from ``query`` ``(N, T_q, d_model)`` to ``key`` and ``value``
+        ``(N, T_k, d_model)``; ``key`` defaults to ``query``, ``value`` to ``key``.
 
-        ``key`` defaults to ``query``, and ``value`` to ``key``: with neither given,
-        ``value`` is ``query`` (self-attention); with only ``key`` given, ``value`` is
-        ``key``.
-
-        What a query may attend to (all optional; True or 1 always means "use this
-        key"):
-
-        - ``attention_mask`` ``(N, T_k)``, bool or 0/1 integers: True (1) = real token,
-          False (0) = padding, as transformers' ``attention_mask`` and ``padding_mask``
-          give it. (``nn.MultiheadAttention``'s ``key_padding_mask`` means the opposite,
-          True = padding; this module has no argument of that name, so it is refused.)
-        - ``is_causal=True``: query ``i`` sees keys ``0..i`` (top-left, as PyTorch's
-          ``is_causal``). The fused path passes it to PyTorch's kernel and builds no
-          ``(T_q, T_k)`` mask, unless an ``attention_mask`` comes with it.
-        - ``mask``: bool, True = may attend; 2-D, read as ``(T_q, T_k)`` and shared by
-          the batch and the heads; or 4-D, broadcastable to ``(N, h, T_q, T_k)``. Not
-          together with ``is_causal=True``. A padding mask ``(N, T_k)`` passed here is
-          read as ``(T_q, T_k)`` whenever ``N == T_q``: pass it as ``attention_mask``.
-
-        Masks given together combine: a key must be allowed by each. A query that may
-        attend to nothing gets a zero context (its output is ``out_proj.bias``), never
-        NaN: on the fused path the module zeroes that context itself, whatever the
-        kernel returns.
+        Optional masks combine (a key must be allowed by each): ``attention_mask``
+        ``(N, T_k)``, True or 1 = real token; ``is_causal=True``; ``mask``, bool, True =
+        may attend, 2-D ``(T_q, T_k)`` or 4-D. A query with no key gets a zero context.
 
         Returns:
-            The pair ``(output, weights)``, ``output`` of shape ``(N, T_q, d_model)``.
-            With ``need_weights=True``, ``weights`` holds the per-head weights
-            ``(N, h, T_q, T_k)`` (after dropout, in training), computed by the book's
-            ``scaled_dot_product_attention``; otherwise ``weights`` is ``None``, and the
-            fused ``torch.nn.functional.scaled_dot_product_attention`` is used.
+            The pair ``(output, weights)``, ``output`` ``(N, T_q, d_model)`` and
+            ``weights`` the per-head weights ``(N, h, T_q, T_k)`` if ``need_weights``,
+            else ``None``.
 
         Raises:
-            TypeError: an input is not a floating tensor of the dtype of the module's weights.
+            TypeError: an input is not floating, or not of the dtype of the weights.
             TypeError: ``mask`` is not bool, or ``attention_mask`` not bool or integer.
             TypeError: ``is_causal`` is not a bool.
             ValueError: an input is not ``(N, T, d_model)``, or the batch sizes differ.
             ValueError: ``key`` and ``value`` have different lengths.
             ValueError: ``mask`` is not 2-D or 4-D, or does not broadcast.
-            ValueError: ``attention_mask`` is not ``(N, T_k)``, or holds values other than 0 and 1.
+            ValueError: ``attention_mask`` is not ``(N, T_k)``.
+            ValueError: ``attention_mask`` holds values other than 0 and 1.
             ValueError: ``mask`` is given with ``is_causal=True``.
         """
         key = query if key is None else key
