@@ -15,6 +15,8 @@
   const SVG = "http://www.w3.org/2000/svg";
   // The figures' words in the Chinese edition (the glossary's terms).
   const ZH = {
+    "running sum ℓ̄": "累积和 ℓ̄", "factor on the old sum": "旧和的缩放因子",
+    "weights so far": "目前的权重",
     "query": "查询", "key": "键", "keys": "键", "value": "值", "weight": "权重",
     "weights": "权重", "score": "分数", "scores": "分数", "layer": "层", "head": "头",
     "token": "token", "step": "步", "block": "块", "scaled": "缩放", "unscaled": "不缩放",
@@ -24,7 +26,10 @@
     "largest weight": "最大权重", "weight on the first token": "第一个 token 上的权重",
     "attends to": "关注", "blocks read": "已读的块", "row": "行", "position": "位置",
     "legs": "腿", "wheels": "轮子", "an animal?": "动物？", "a vehicle?": "交通工具？",
-    "anything?": "随便什么？",
+    "anything?": "随便什么？", "row 1": "第 1 行", "row 2": "第 2 行", "row 3": "第 3 行",
+    "spread of the raw scores": "未缩放分数的离散程度",
+    "spread of the scaled scores": "缩放后分数的离散程度",
+    "largest weight, unscaled": "最大权重（不缩放）", "largest weight, scaled": "最大权重（缩放）",
   };
   const zh = () => (document.documentElement.lang || "").toLowerCase().startsWith("zh");
   const say = (text) => (zh() && Object.prototype.hasOwnProperty.call(ZH, text) ? ZH[text] : text);
