@@ -30,6 +30,11 @@
     "spread of the raw scores": "未缩放分数的离散程度",
     "spread of the scaled scores": "缩放后分数的离散程度",
     "largest weight, unscaled": "最大权重（不缩放）", "largest weight, scaled": "最大权重（缩放）",
+    "mask written as": "掩码的写法", "softmax": "softmax", "the package": "该包",
+    "plain torch.softmax": "普通的 torch.softmax", "bool, True = may attend": "布尔，True = 允许关注",
+    "additive, −∞": "加性，−∞", "additive, −1e9": "加性，−1e9",
+    "additive, finfo.min (BERT)": "加性，finfo.min（BERT）", "query 0, with no key": "没有键的查询 0",
+    "zeros": "全为零", "uniform": "均匀", "mixed": "不均匀", "0 (padding)": "0（填充）",
   };
   const zh = () => (document.documentElement.lang || "").toLowerCase().startsWith("zh");
   const say = (text) => (zh() && Object.prototype.hasOwnProperty.call(ZH, text) ? ZH[text] : text);
