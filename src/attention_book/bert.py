@@ -50,21 +50,19 @@ from torch import Tensor
 def extended_attention_mask(
     attention_mask: Tensor, dtype: torch.dtype = torch.float32
 ) -> Tensor:
-    """BERT's additive attention mask, from a 0/1 padding mask.
+    """BERT's additive attention mask, from a tokenizer's 0/1 mask of any dtype.
 
     Args:
-        attention_mask: ``(N, T)``, 1 (or True) for a real token and 0 for padding, as a
-            tokenizer returns it; any dtype.
+        attention_mask: ``(N, T)``: 1 (or True) for a real token, 0 for padding.
         dtype: the floating dtype of the scores the mask will be added to.
 
     Returns:
         A tensor ``(N, 1, 1, T)`` of ``dtype``, +0 for a real token and
-        ``torch.finfo(dtype).min`` for padding. It broadcasts over the heads and the queries
-        of the scores ``(N, h, T, T)``.
+        ``finfo(dtype).min`` for padding, which broadcasts over the heads and queries
+        of scores ``(N, h, T, T)``.
 
     Raises:
-        TypeError: ``attention_mask`` is not a tensor.
-        TypeError: ``dtype`` is not a floating ``torch.dtype``.
+        TypeError: ``attention_mask`` is not a tensor, or ``dtype`` is not floating.
         ValueError: ``attention_mask`` is not 2-D, or holds values other than 0 and 1.
     """
     _check_padding(attention_mask, dtype)
@@ -88,19 +86,19 @@ class BertSelfAttention(nn.Module):
     """BERT's multi-head self-attention, as in the classic ``transformers`` code.
 
     ``config`` is any object with ``hidden_size``, ``num_attention_heads`` and
-    ``attention_probs_dropout_prob`` (this package's ``BertConfig``, or a
-    ``transformers.BertConfig``). The submodules ``query``, ``key``, ``value`` (``nn.Linear``)
-    and ``dropout`` have the names of ``transformers``' ``BertSelfAttention``, so its
-    ``state_dict`` loads directly.
+    ``attention_probs_dropout_prob`` (``BertConfig``, ``transformers.BertConfig``).
+    The submodules ``query``, ``key``, ``value`` (``nn.Linear``) and ``dropout`` bear
+    the names of ``transformers``' ``BertSelfAttention``, so its ``state_dict`` loads.
 
     Raises:
-        TypeError: ``hidden_size`` or ``num_attention_heads`` is not an int (or ``numpy.int64``).
+        TypeError: ``hidden_size`` or ``num_attention_heads`` is not an integer.
         TypeError: ``attention_probs_dropout_prob`` is not a real number.
         ValueError: ``hidden_size`` or ``num_attention_heads`` is not positive.
         ValueError: ``hidden_size`` is not a multiple of ``num_attention_heads``.
         ValueError: ``attention_probs_dropout_prob`` is outside ``[0, 1)``.
     """
 
+    # _BertSettings (folded cell above): the type of any config with the three settings
     def __init__(self, config: _BertSettings) -> None:
         super().__init__()
         # d_model, h and the dropout probability p
@@ -128,31 +126,25 @@ class BertSelfAttention(nn.Module):
 
         Args:
             hidden_states: ``(N, T, d_model)`` with ``d_model = hidden_size``.
-            attention_mask: BERT's additive mask, added to the scores: 0 keeps a key,
-                ``finfo.min`` or ``-inf`` removes it (a tokenizer's 0/1 mask is refused: convert
-                it with ``extended_attention_mask``). Of the dtype of ``hidden_states``, 4-D and
-                broadcastable to ``(N, h, T, T)``: ``extended_attention_mask``'s
-                ``(N, 1, 1, T)`` or ``transformers``' ``(N, 1, T, T)``; not 3-D, as a
-                ``(N, 1, T)`` would be read as ``(h, 1, T)`` when ``N == h``. ``-inf`` entries
-                (as ``additive_mask`` gives) are allowed: a query row whose keys are all
-                ``-inf`` gets zero probabilities, never NaN.
-            head_mask: ``(h,)``, or 4-D and broadcastable to ``(N, h, T, T)``; multiplies the
-                probabilities after dropout (0 switches a head off).
+            attention_mask: BERT's additive mask, 4-D, broadcastable to ``(N, h, T, T)``
+                (``extended_attention_mask`` gives ``(N, 1, 1, T)``): 0 keeps a key,
+                ``finfo.min`` or ``-inf`` removes it (a row of ``-inf`` gets zero
+                probabilities). Refused: a tokenizer's 0/1 mask, and a 3-D mask, since
+                ``(N, 1, T)`` would read as ``(h, 1, T)`` when ``N == h``.
+            head_mask: ``(h,)``, or 4-D and broadcastable to ``(N, h, T, T)``;
+                multiplies the probabilities after dropout (0 switches a head off).
             output_attentions: also return the probabilities.
 
         Returns:
-            The tuple ``(context,)``, or ``(context, probs)`` when ``output_attentions``, with
-            ``context`` of shape ``(N, T, d_model)`` and ``probs`` of shape ``(N, h, T, T)``
-            (after dropout and ``head_mask``).
+            ``(context,)``, or ``(context, probs)`` with ``output_attentions``; context
+            is ``(N, T, d_model)``, probs ``(N, h, T, T)``, after dropout and head mask.
 
         Raises:
-            TypeError: ``hidden_states``, ``attention_mask`` or ``head_mask`` is not floating.
-            TypeError: ``hidden_states`` is not of the dtype of the weights.
-            TypeError: a mask is not of the dtype of ``hidden_states``.
+            TypeError: ``hidden_states`` or a mask is not floating.
+            TypeError: ``hidden_states`` or a mask is not of the dtype of the weights.
             ValueError: ``hidden_states`` is not ``(N, T, d_model)``.
-            ValueError: ``attention_mask`` holds a NaN, or a positive value (a raw 0/1 mask).
-            ValueError: ``attention_mask`` is not 4-D, or does not broadcast to ``(N, h, T, T)``.
-            ValueError: ``head_mask`` is not ``(h,)``, nor 4-D broadcastable to ``(N, h, T, T)``.
+            ValueError: ``attention_mask`` holds a NaN or a positive value (a 0/1 mask).
+            ValueError: a mask has none of the shapes above.
         """
         # the checks; head_mask comes back 4-D
         head_mask = _check_forward(self, hidden_states, attention_mask, head_mask)
