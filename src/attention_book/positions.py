@@ -26,7 +26,7 @@ def sinusoidal_positions(
     dtype: torch.dtype = torch.float32,
     device: torch.device | str | None = None,
 ) -> Tensor:
-    """The sinusoidal position encodings of the original Transformer, one row per position.
+    """Sinusoidal position encodings of the original Transformer, a row per position.
 
     Row ``p`` holds ``sin(p * theta_r)`` in feature ``2r`` and ``cos(p * theta_r)`` in
     feature ``2r + 1``, with ``theta_r = base ** (-2r / d_model)``; computed in float64.
@@ -34,8 +34,7 @@ def sinusoidal_positions(
     Args:
         T: the number of positions ``0 .. T - 1``, a positive int.
         d_model: the number of features, a positive even int.
-        base: the base of the frequencies ``theta_r = base ** (-2r / d_model)`` (10000 in the
-            original Transformer), a positive real number.
+        base: ``theta_r``'s base, a positive real number (10000 in the Transformer).
         dtype: the floating dtype of the result.
         device: where to create it.
 
@@ -80,7 +79,7 @@ def _check_sinusoidal(T: object, d_model: object, base: object, dtype: object) -
 # %% book/chapters/08_positions.md, cell 49
 import functools
 
-# A model calls apply_rotary in every layer with the same d and base: compute theta_r once.
+# every layer calls apply_rotary with the same d and base: compute theta_r once
 _cached_frequencies = functools.lru_cache(maxsize=64)(_frequencies)
 
 
@@ -93,34 +92,26 @@ def _rotate_half(x: Tensor) -> Tensor:
 def apply_rotary(
     x: Tensor, positions: Tensor | None = None, *, base: float = 10000.0
 ) -> Tensor:
-    """Rotary position embedding (RoPE) in the rotate-half layout of GPT-NeoX and Llama.
+    """Rotary position embedding (RoPE), rotate-half layout (GPT-NeoX, Llama).
 
-    Component ``r`` and component ``r + d/2`` of the vector at position ``p`` are turned
-    together by the angle ``p * theta_r``, ``theta_r = base ** (-2r / d)``. Equal to
-    ``apply_rotary_pos_emb`` with ``LlamaRotaryEmbedding`` in transformers for a
-    ``LlamaConfig`` of ``rope_type`` "default" (no RoPE scaling; Llama 3.1 and later set
-    "llama3", which this function does not implement): the angles are computed in float32
-    (float64 when ``x`` is float64), their cosines and sines cast to the dtype of ``x``.
+    Turns components ``r`` and ``r + d/2`` at position ``p`` by ``p * theta_r``, with
+    ``theta_r = base ** (-2r / d)``, as transformers' Llama with ``rope_type`` "default"
+    (no scaling, unlike Llama 3.1's "llama3"): angles in float32 (float64 for a float64
+    ``x``), their cosines and sines cast to the dtype of ``x``.
 
     Args:
-        x: ``(..., T, d)``, floating, with ``d`` even and the positions in dimension -2 (heads
-            before positions): queries or keys, e.g. ``(N, h, T, d_k)``.
-        positions: an integer tensor, the position of each row of ``x``: ``(T,)``, shared by
-            every sequence of the batch, or ``(N, T)``, one row per sequence (as transformers'
-            ``position_ids``, e.g. for left padding), when ``x`` is ``(N, ..., T, d)``: it
-            broadcasts over the dimensions between, such as the heads. Defaults to
-            ``0 .. T - 1``. Moved to the device of ``x``.
-        base: the base of the frequencies ``theta_r = base ** (-2r / d)`` (``rope_theta`` in
-            transformers; 10000 in RoFormer, 500000 in Llama 3), a positive real number.
+        x: ``(..., T, d)``, floating, ``d`` even, e.g. queries ``(N, h, T, d_k)``.
+        positions: integers, ``(T,)`` or ``(N, T)`` per sequence; default ``0 .. T-1``.
+        base: ``theta_r``'s base (``rope_theta``), positive: 10000, 500000 in Llama 3.
 
     Returns:
         A tensor of the shape and dtype of ``x``.
 
     Raises:
-        TypeError: ``x`` is not a floating tensor, or ``positions`` is not an integer tensor.
+        TypeError: ``x`` is not floating, or ``positions`` is not an integer tensor.
         TypeError: ``base`` is not a real number.
         ValueError: ``x`` has fewer than 2 dimensions, or an odd or zero last dimension.
-        ValueError: ``positions`` is neither ``(T,)`` nor ``(N, T)`` with ``N = x.shape[0]``.
+        ValueError: ``positions`` is neither ``(T,)`` nor ``(N, T)``.
         ValueError: ``base`` is not positive and finite.
     """
     # positions (T,) or (N, T), on the device of x
