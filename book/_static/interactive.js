@@ -35,6 +35,7 @@
     "additive, −∞": "加性，−∞", "additive, −1e9": "加性，−1e9",
     "additive, finfo.min (BERT)": "加性，finfo.min（BERT）", "query 0, with no key": "没有键的查询 0",
     "zeros": "全为零", "uniform": "均匀", "mixed": "不均匀", "0 (padding)": "0（填充）",
+    "'it' attends most to": "“it”关注最多的是", "with the weight": "权重为",
   };
   const zh = () => (document.documentElement.lang || "").toLowerCase().startsWith("zh");
   const say = (text) => (zh() && Object.prototype.hasOwnProperty.call(ZH, text) ? ZH[text] : text);
