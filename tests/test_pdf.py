@@ -202,6 +202,17 @@ def test_every_figure_of_the_html_is_in_the_pdf(edition):
 
 
 @pytest.mark.parametrize("edition", EDITIONS)
+def test_a_figure_a_reader_can_move_prints_nothing_on_paper(edition):
+    """Its HTML output has no place on paper, nor its text form (``<interactive figure: ...>``):
+    the still image of the next cell stands for it (``nb_mime_priority_overrides``)."""
+    moving = sum(len(BeautifulSoup((HTML / SITE_FOLDERS[edition] / f"{page}.html").read_text(encoding="utf-8"),
+                                   "html.parser").select("main .ab-interactive"))
+                 for page in TOC_PAGES)
+    assert moving >= 5, f"only {moving} figures a reader can move in the HTML"
+    assert "<interactivefigure:" not in _squeeze(_text(edition))
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
 def test_the_latex_log_reports_nothing_missing(edition):
     logs = list(latex_folder(BUILD, edition).glob("*.log"))
     assert len(logs) == 1, f"expected the one XeLaTeX log in {latex_folder(BUILD, edition)}: {logs}"
