@@ -137,7 +137,7 @@ def peak_memory(
     return results
 
 
-# %% book/chapters/09_efficient_attention.md, cell 41
+# %% book/chapters/09_efficient_attention.md, cell 44
 from collections.abc import Callable
 from typing import Any
 

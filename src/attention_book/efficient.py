@@ -5,7 +5,7 @@
 __all__ = ['tiled_attention']
 
 
-# %% book/chapters/09_efficient_attention.md, cell 25
+# %% book/chapters/09_efficient_attention.md, cell 28
 import math
 
 import torch
@@ -19,34 +19,35 @@ def _attend_block(q_block: Tensor, key: Tensor, value: Tensor, first_row: int,
     # Causal: the block's last query is first_row + rows - 1; later keys are skipped.
     key_end = min(key.shape[-2], first_row + rows) if is_causal else key.shape[-2]
     state = (*q_block.shape[:-1], 1)
-    m = q_block.new_full(state, -math.inf)             # (..., τ_q, 1) running maximum
-    ell = q_block.new_zeros(state)                     # (..., τ_q, 1) running sum
-    acc = q_block.new_zeros((*state[:-1], value.shape[-1]))  # (..., τ_q, d_v) running õ
+    m = q_block.new_full(state, -math.inf)             # (..., τ, 1) running maximum
+    ell = q_block.new_zeros(state)                     # (..., τ, 1) running sum
+    acc = q_block.new_zeros((*state[:-1], value.shape[-1]))  # (..., τ, d_v) running õ
     for first_key in range(0, key_end, block_size):
         keys = slice(first_key, first_key + block_size)
-        k_block = key[..., keys, :].to(q_block.dtype)              # (..., τ_k, d_k)
-        v_block = value[..., keys, :].to(q_block.dtype)            # (..., τ_k, d_v)
-        # one tile of scores (..., τ_q, τ_k)
+        k_block = key[..., keys, :].to(q_block.dtype)              # (..., τ, d_k)
+        v_block = value[..., keys, :].to(q_block.dtype)            # (..., τ, d_v)
+        # one tile of scores (..., τ, τ)
         scores = q_block @ k_block.transpose(-2, -1)
         last_key = first_key + k_block.shape[-2] - 1
         if is_causal and last_key > first_row:  # the tile crosses the diagonal
             allowed = _causal_tile(first_row, rows, first_key, k_block.shape[-2],
-                                   scores.device)                  # (τ_q, τ_k)
-            scores = scores.masked_fill(~allowed, -math.inf)       # (..., τ_q, τ_k)
-        m_new = torch.maximum(m, scores.amax(dim=-1, keepdim=True))  # (..., τ_q, 1)
+                                   scores.device)                  # (τ, τ)
+            scores = scores.masked_fill(~allowed, -math.inf)       # (..., τ, τ)
+        m_new = torch.maximum(m, scores.amax(dim=-1, keepdim=True))  # (..., τ, 1)
         # No finite score read yet (masked, or overflowed): shift by 0, not by -inf,
         # since exp(-inf - (-inf)) is NaN. Every term read so far is e^(-inf) = 0.
-        shift = m_new.masked_fill(m_new == -math.inf, 0.0)         # (..., τ_q, 1)
-        rescale = torch.exp(m - shift)         # (..., τ_q, 1): old terms to the new max
-        exp_scores = torch.exp(scores - shift)                     # (..., τ_q, τ_k)
-        ell = ell * rescale + exp_scores.sum(dim=-1, keepdim=True)  # (..., τ_q, 1)
-        acc = acc * rescale + exp_scores @ v_block                 # (..., τ_q, d_v)
+        shift = m_new.masked_fill(m_new == -math.inf, 0.0)         # (..., τ, 1)
+        rescale = torch.exp(m - shift)           # (..., τ, 1): old terms to the new max
+        exp_scores = torch.exp(scores - shift)                     # (..., τ, τ)
+        ell = ell * rescale + exp_scores.sum(dim=-1, keepdim=True)  # (..., τ, 1)
+        acc = acc * rescale + exp_scores @ v_block                 # (..., τ, d_v)
         m = m_new
     # Once a finite score has been read, ell >= 1 (the maximum contributes e^0 = 1).
     # With none (every key masked or -inf), 0 / 1 is the zero output PyTorch gives too.
-    return acc / ell.clamp(min=1.0)                                # (..., τ_q, d_v)
+    return acc / ell.clamp(min=1.0)                                # (..., τ, d_v)
 
 
+# %% book/chapters/09_efficient_attention.md, cell 30
 def tiled_attention(
     query: Tensor,
     key: Tensor,
@@ -114,23 +115,23 @@ def tiled_attention(
     output = query.new_empty((*query.shape[:-1], value.shape[-1]))  # (..., T_q, d_v)
     for first_row in range(0, query.shape[-2], block_size):
         rows = slice(first_row, first_row + block_size)
-        q_block = query[..., rows, :].to(work_dtype) * scale        # (..., τ_q, d_k)
+        q_block = query[..., rows, :].to(work_dtype) * scale        # (..., τ, d_k)
         # A float32 block for half-precision inputs, rounded to the output's dtype here.
         output[..., rows, :] = _attend_block(q_block, key, value, first_row, block_size,
                                              is_causal)
     return output, None
 
 
-# %% book/chapters/09_efficient_attention.md, cell 27
+# %% book/chapters/09_efficient_attention.md, cell 31
 from attention_book._checks import check_int, check_qkv, check_real
 
 
 def _causal_tile(first_row: int, rows: int, first_key: int, keys: int,
                  device: torch.device) -> Tensor:
     """Which keys each query of one tile may see when causal: key j <= query i (top left)."""
-    i = torch.arange(first_row, first_row + rows, device=device)  # (τ_q,) query positions
-    j = torch.arange(first_key, first_key + keys, device=device)  # (τ_k,) key positions
-    return j[None, :] <= i[:, None]  # (τ_q, τ_k), True = may attend
+    i = torch.arange(first_row, first_row + rows, device=device)  # (τ,) query positions
+    j = torch.arange(first_key, first_key + keys, device=device)  # (τ,) key positions
+    return j[None, :] <= i[:, None]  # (τ, τ), True = may attend
 
 
 def _check_arguments(query: Tensor, key: Tensor, value: Tensor, is_causal: object,
