@@ -19,29 +19,21 @@ from attention_book.positions import apply_rotary
 class KVCache:
     """The keys and values of the positions seen so far, for one attention layer.
 
-    Starts empty. ``append`` writes new positions into a buffer, allocated at the first call and
-    doubled when full, and returns views of it: a step copies its own keys and values, not the
-    cache. ``len(cache)`` is the number of cached positions; ``keys`` and ``values`` are
-    ``(N, h_kv, T, d_k)`` views (``None`` while empty); ``capacity`` is the length of the buffer;
-    ``next_position`` is the position of the next token (``len(cache)`` here; a cache that drops
-    old positions, such as a sliding window, returns more). ``keys`` and ``values`` must hold the
-    positions in order, the newest last, when several tokens are appended at once: the causal
-    mask of ``CausalSelfAttention`` assumes it.
+    ``append`` writes new positions into a buffer, allocated at the first call and
+    doubled when full, and returns views of it: a step copies its own keys and values,
+    not the cache. ``keys``, ``values``: ``(N, h_kv, T, d_k)`` views, newest last, or
+    ``None``; ``next_position``: the next token's position (``len(cache)`` here).
 
-    A cache holds one layer's keys and values: it belongs to the first ``CausalSelfAttention``
-    that uses it, and any other layer that is given it raises ``ValueError``; give each layer a
-    cache of its own.
-
-    For inference only: the buffer is written in place, so keys and values that require
-    gradients are refused while gradients are recorded; decode under ``torch.no_grad()`` or
-    ``torch.inference_mode()``.
+    A cache belongs to the first ``CausalSelfAttention`` that uses it; another layer
+    given it raises ``ValueError``. For inference only: keys and values that require
+    gradients are refused in grad mode (decode under ``torch.no_grad()``).
     """
 
     def __init__(self) -> None:
         self._keys: Tensor | None = None    # (N, h_kv, capacity, d_k)
         self._values: Tensor | None = None  # (N, h_kv, capacity, d_v)
         self._length = 0
-        self._layer: weakref.ref[nn.Module] | None = None  # the layer it belongs to, once used
+        self._layer: weakref.ref[nn.Module] | None = None  # its layer, once used
 
     def __len__(self) -> int:
         return self._length
@@ -55,42 +47,45 @@ class KVCache:
         return 0 if self._keys is None else self._keys.shape[2]
 
     @property
-    def keys(self) -> Tensor | None:
-        return None if self._keys is None else self._keys[:, :, : self._length]  # (N, h_kv, T, d_k)
+    def keys(self) -> Tensor | None:  # (N, h_kv, T, d_k)
+        return None if self._keys is None else self._keys[:, :, : self._length]
 
     @property
-    def values(self) -> Tensor | None:
-        return None if self._values is None else self._values[:, :, : self._length]  # (N, h_kv, T, d_v)
+    def values(self) -> Tensor | None:  # (N, h_kv, T, d_v)
+        return None if self._values is None else self._values[:, :, : self._length]
 
     def append(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor]:
-        """Add ``keys`` ``(N, h_kv, T_new, d_k)`` and ``values`` ``(N, h_kv, T_new, d_v)``.
+        """Add ``keys`` (N, h_kv, T_new, d_k) and ``values`` (N, h_kv, T_new, d_v).
 
         Returns:
             The keys and values of every cached position, ``(N, h_kv, T, d_k)`` and
-            ``(N, h_kv, T, d_v)``, views of the buffer (valid until the next ``append``).
+            ``(N, h_kv, T, d_v)``, views valid until the next ``append``.
 
         Raises:
             TypeError: ``keys`` or ``values`` is not a floating tensor.
-            TypeError: ``keys`` and ``values`` differ in dtype, or are not of the cache's dtype.
+            TypeError: ``keys`` and ``values`` differ in dtype, or from the cache's.
             ValueError: ``keys`` or ``values`` is not 4-D.
-            ValueError: ``keys`` and ``values`` differ in ``N``, ``h_kv``, ``T_new`` or device.
-            ValueError: the cache holds another ``N``, ``h_kv``, ``d_k``, ``d_v`` or device.
-            RuntimeError: ``keys`` or ``values`` requires gradients while gradients are recorded.
+            ValueError: ``keys`` and ``values`` differ in N, h_kv, T_new or device.
+            ValueError: the cache holds another N, h_kv, d_k, d_v or device.
+            RuntimeError: ``keys`` or ``values`` requires gradients in grad mode.
         """
         _check_append(self, keys, values)
         start, end = self._length, self._length + keys.shape[2]
         if self._keys is None or self._values is None or end > self.capacity:
-            self._keys, self._values = self._grown(keys, values, max(end, 2 * self.capacity))
+            capacity = max(end, 2 * self.capacity)
+            self._keys, self._values = self._grown(keys, values, capacity)
         self._keys[:, :, start:end] = keys      # (N, h_kv, T_new, d_k)
         self._values[:, :, start:end] = values  # (N, h_kv, T_new, d_v)
         self._length = end
-        return self._keys[:, :, :end], self._values[:, :, :end]  # (N, h_kv, T, d_k), (N, h_kv, T, d_v)
+        # (N, h_kv, T, d_k) and (N, h_kv, T, d_v)
+        return self._keys[:, :, :end], self._values[:, :, :end]
 
-    def _grown(self, keys: Tensor, values: Tensor, capacity: int) -> tuple[Tensor, Tensor]:
-        """Buffers of ``capacity`` positions that hold the cached ones."""
+    def _grown(self, keys: Tensor, values: Tensor, size: int) -> tuple[Tensor, Tensor]:
+        """Buffers of ``size`` positions that hold the cached ones."""
         N, h_kv, _, d_k = keys.shape
-        new_keys = keys.new_empty(N, h_kv, capacity, d_k)                   # (N, h_kv, capacity, d_k)
-        new_values = values.new_empty(N, h_kv, capacity, values.shape[-1])  # (N, h_kv, capacity, d_v)
+        # (N, h_kv, size, d_k) and (N, h_kv, size, d_v)
+        new_keys = keys.new_empty(N, h_kv, size, d_k)
+        new_values = values.new_empty(N, h_kv, size, values.shape[-1])
         if self.keys is not None and self.values is not None:
             new_keys[:, :, : self._length] = self.keys
             new_values[:, :, : self._length] = self.values
@@ -101,23 +96,16 @@ class KVCache:
 class CausalSelfAttention(nn.Module):
     """Causal self-attention with rotary positions, grouped-query heads and a KV cache.
 
-    Llama's attention: ``q_proj`` ``(d_model -> h * d_k)``, ``k_proj`` and ``v_proj``
-    ``(d_model -> h_kv * d_k)``, ``o_proj`` ``(h * d_k -> d_model)``, with
-    ``d_k = d_model / num_heads``; ``load_state_dict`` takes the state dict of transformers'
-    ``LlamaAttention``. Query head ``c`` uses key/value head ``c // (num_heads // num_kv_heads)``.
-    The outputs equal ``LlamaAttention``'s for its default rotary embedding (no ``rope_scaling``)
-    and ``head_dim = d_model / num_heads``. Sequences of different lengths share a batch padded
-    on the left, with an ``attention_mask`` as transformers takes it.
-
-    Attention runs in ``F.scaled_dot_product_attention(..., enable_gqa=True)``. Its default CPU
-    kernel reads each shared key/value head in place; its math kernel, which a GPU falls back to
-    in float32 or when a mask is given, repeats them ``h / h_kv`` times.
+    Llama's attention, with its ``q_proj``, ``k_proj``, ``v_proj`` and ``o_proj``: it
+    loads the state dict of transformers' ``LlamaAttention`` and equals its outputs
+    (default rotary embedding, ``head_dim = d_model / h``). Query head ``c`` uses
+    key/value head ``c // (h / h_kv)`` (``enable_gqa=True`` of PyTorch's attention).
 
     Args:
         d_model: width of the inputs and outputs.
         num_heads: number of query heads ``h``.
-        num_kv_heads: number of key/value heads ``h_kv``, dividing ``num_heads``; defaults to
-            ``num_heads`` (multi-head attention); 1 is multi-query attention.
+        num_kv_heads: number of key/value heads ``h_kv``, dividing ``num_heads``;
+            defaults to ``num_heads`` (multi-head attention); 1: multi-query attention.
         bias: whether the four projections have a bias.
         rope_base: the base of the rotary positions (``rope_theta`` in transformers).
 
@@ -141,20 +129,20 @@ class CausalSelfAttention(nn.Module):
 
     def forward(self, x: Tensor, *, cache: KVCache | None = None,
                 attention_mask: Tensor | None = None) -> Tensor:
-        """Attend from each position of ``x`` ``(N, T, d_model)`` to itself and the positions before.
+        """Attend from each position of ``x`` to itself and the positions before it.
 
-        Without ``cache``, ``x`` holds positions ``0 .. T - 1``. With one, ``x`` continues the
-        cached text: its positions start at ``cache.next_position``, its keys and values are
-        appended to the cache, and it attends to every cached position and causally to itself.
-        Decode with a cache under ``torch.no_grad()``: the keys require gradients when the
-        weights or ``x`` do, and the cache refuses them while gradients are recorded.
-
-        ``attention_mask`` ``(N, T_cached + T)``, bool or 0/1 integers, True or 1 = real token,
-        covers the cached positions and ``x``'s, as the ``attention_mask`` a tokenizer returns
-        (pad on the left). A real token attends to the real tokens up to it only, and its
-        position counts the real tokens before it, as transformers counts them (cumsum - 1), so
-        a padded sequence gives the outputs it gives alone. A padding position attends to every
-        position up to it (its output is never used; no row is left empty).
+        Args:
+            x: ``(N, T, d_model)``: positions ``0 .. T - 1``, or with ``cache`` the
+                positions from ``cache.next_position`` on.
+            cache: this layer's ``KVCache``: ``x``'s keys and values are appended, and
+                ``x`` attends to every cached position (under ``torch.no_grad()``).
+            attention_mask: ``(N, T_cached + T)``, bool or 0/1, True = real token, as
+                a tokenizer returns it for a batch padded on the left. A real token
+                attends to the real tokens up to it, at a position that counts them
+                (cumsum - 1, as in transformers), so a padded sequence gives its outputs
+                alone; a pad attends to all before it (its output is unused). Pass
+                the same mask, extended, at every call that continues a cache filled
+                with one.
 
         Returns:
             The output ``(N, T, d_model)``.
@@ -165,11 +153,11 @@ class CausalSelfAttention(nn.Module):
             TypeError: ``attention_mask`` is not a bool or integer tensor.
             ValueError: ``x`` is not ``(N, T, d_model)``.
             ValueError: ``cache`` belongs to another layer (the first that used it).
-            ValueError: ``cache`` holds another batch size, or keys of another shape or device.
-            ValueError: ``attention_mask`` is not ``(N, T_cached + T)``, or holds other values than 0 and 1.
-            RuntimeError: ``cache`` is given while gradients are recorded and the keys require them.
+            ValueError: ``cache`` holds another batch size, shape of keys, or device.
+            ValueError: ``attention_mask`` is not ``(N, T_cached + T)`` of 0s and 1s.
+            RuntimeError: ``cache`` is given in grad mode, and the keys need gradients.
         """
-        real = _check_forward(self, x, cache, attention_mask)  # (N, T_k) bool, or None: no padding
+        real = _check_forward(self, x, cache, attention_mask)  # (N, T_k) bool, or None
         start = 0 if cache is None else cache.next_position
         if real is None:
             positions = torch.arange(start, start + x.shape[1], device=x.device)  # (T,)
@@ -181,27 +169,29 @@ class CausalSelfAttention(nn.Module):
         v = split_heads(self.v_proj(x), self.num_kv_heads)  # (N, h_kv, T, d_k)
         # queries and keys turned by their positions, in one call: (N, h + h_kv, T, d_k)
         turned = apply_rotary(torch.cat([q, k], dim=1), positions, base=self.rope_base)
-        q, k = turned.split([self.num_heads, self.num_kv_heads], dim=1)  # (N, h, T, d_k), (N, h_kv, T, d_k)
+        # (N, h, T, d_k) and (N, h_kv, T, d_k)
+        q, k = turned.split([self.num_heads, self.num_kv_heads], dim=1)
         if cache is not None:
-            k, v = cache.append(k, v)  # (N, h_kv, T_k, d_k) each: the cache, new positions last
+            k, v = cache.append(k, v)  # (N, h_kv, T_k, d_k) each, new positions last
             cache._layer = weakref.ref(self)  # the cache is this layer's from now on
         heads = _causal_attention(q, k, v, real)  # (N, h, T, d_k)
         return self.o_proj(merge_heads(heads))  # (N, T, d_model)
 
 
-def _causal_attention(q: Tensor, k: Tensor, v: Tensor, real: Tensor | None = None) -> Tensor:
-    """Query i of T_q sees the keys up to T_k - T_q + i: the causal mask aligned bottom right.
-
-    With ``real`` ``(N, T_k)``, a real query sees only the real keys among them.
-    """
+def _causal_attention(q: Tensor, k: Tensor, v: Tensor,
+                      real: Tensor | None = None) -> Tensor:
+    """Query i of T_q sees the keys up to T_k - T_q + i, the real ones if ``real``."""
     T_q, T_k = q.shape[2], k.shape[2]
-    if real is None and (T_q == T_k or T_q == 1):  # the whole text, or one new token: no mask
-        return F.scaled_dot_product_attention(q, k, v, is_causal=T_q > 1, enable_gqa=True)
-    mask = torch.ones(T_q, T_k, dtype=torch.bool, device=q.device).tril(T_k - T_q)  # (T_q, T_k)
+    if real is None and (T_q == T_k or T_q == 1):  # a whole text or one token: no mask
+        return F.scaled_dot_product_attention(q, k, v, is_causal=T_q > 1,
+                                              enable_gqa=True)
+    # (T_q, T_k), True = may attend
+    mask = torch.ones(T_q, T_k, dtype=torch.bool, device=q.device).tril(T_k - T_q)
     if real is not None:  # padding queries keep the causal row: none is empty
         keeps = real[:, None, :] | ~real[:, -T_q:, None]  # (N, T_q, T_k)
         mask = (mask & keeps)[:, None]                    # (N, 1, T_q, T_k)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)  # (N, h, T_q, d_k)
+    # (N, h, T_q, d_k)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
 
 
 # %% book/chapters/10_generating_text.md, cell 24
