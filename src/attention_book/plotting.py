@@ -5,7 +5,7 @@
 __all__ = ['plot_attention']
 
 
-# %% book/chapters/01_what_is_attention.md, cell 40
+# %% book/chapters/01_what_is_attention.md, cell 44
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -90,7 +90,7 @@ def plot_attention(
     return ax
 
 
-# %% book/chapters/01_what_is_attention.md, cell 41
+# %% book/chapters/01_what_is_attention.md, cell 45
 from types import ModuleType
 
 
