@@ -89,6 +89,25 @@ def _rotate_half(x: Tensor) -> Tensor:
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
+def _rotation(positions: Tensor, d: int, base: float, dtype: torch.dtype,
+              x_dim: int) -> tuple[Tensor, Tensor]:
+    """cos(p theta) and sin(p theta), (T, d), or (N, 1, ..., 1, T, d) for x of x_dim dims."""
+    angle_dtype = torch.float64 if dtype == torch.float64 else torch.float32
+    # (d/2,): theta_r
+    frequencies = _cached_frequencies(d, base, angle_dtype, positions.device)
+    # (..., T, d/2): p theta_r
+    angles = positions.to(angle_dtype)[..., None] * frequencies
+    angles = torch.cat((angles, angles), dim=-1)  # (..., T, d): pair r is (r, r + d/2)
+    # (N, T, d) -> (N, 1, ..., 1, T, d): the same for every head
+    if positions.dim() == 2:
+        angles = angles.view(angles.shape[0], *[1] * (x_dim - 3), *angles.shape[1:])
+    return angles.cos().to(dtype), angles.sin().to(dtype)  # (..., T, d) each
+
+
+def _turned(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    return x * cos + _rotate_half(x) * sin  # (..., T, d)
+
+
 def apply_rotary(
     x: Tensor, positions: Tensor | None = None, *, base: float = 10000.0
 ) -> Tensor:
@@ -116,17 +135,9 @@ def apply_rotary(
     """
     # positions (T,) or (N, T), on the device of x
     positions, base = _check_rotary(x, positions, base)
-    angle_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
-    # (d/2,): theta_r
-    frequencies = _cached_frequencies(x.shape[-1], base, angle_dtype, x.device)
-    # (..., T, d/2): p theta_r
-    angles = positions.to(angle_dtype)[..., None] * frequencies
-    angles = torch.cat((angles, angles), dim=-1)  # (..., T, d): pair r is (r, r + d/2)
-    # (N, T, d) -> (N, 1, ..., 1, T, d): the same for every head
-    if positions.dim() == 2:
-        angles = angles.view(angles.shape[0], *[1] * (x.dim() - 3), *angles.shape[1:])
-    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)  # (..., T, d) each
-    return x * cos + _rotate_half(x) * sin  # (..., T, d)
+    # (..., T, d) each
+    cos, sin = _rotation(positions, x.shape[-1], base, x.dtype, x.dim())
+    return _turned(x, cos, sin)  # (..., T, d)
 
 
 # %% book/chapters/08_positions.md, cell 50
