@@ -67,6 +67,49 @@ def test_the_state_dict_is_transformers_without_its_prefix():
     assert set(ours.state_dict()) == expected | {"lm_head.weight"}
 
 
+@pytest.mark.parametrize("tie", [True, False])
+def test_every_matrix_is_stored_column_by_column_with_transformers_shapes(tie):
+    """The layout that one token reads faster: stride (1, rows), the shape and values unchanged."""
+    theirs, ours = tiny_llama(tie=tie)
+    weights = {name.removeprefix("model."): w for name, w in theirs.state_dict().items()}
+    matrices = {name: w for name, w in ours.state_dict().items() if w.dim() == 2}
+    assert len(matrices) == 7 * 2 + 2  # 7 per layer, the embedding and the LM head
+    for name, w in matrices.items():
+        assert w.stride() == (1, w.shape[0]), name
+        torch.testing.assert_close(w, weights.get(name, weights["embed_tokens.weight"]), atol=0, rtol=0)
+    assert all(w.stride() == (1, w.shape[0]) for w in ours.to(torch.float64).state_dict().values()
+               if w.dim() == 2)
+
+
+def test_a_cache_filled_with_padding_refuses_a_call_without_the_mask():
+    """Continuing it without the mask would silently attend to the padding: refused, both ways in."""
+    _, ours = tiny_llama(seed=5)
+    x, mask = left_padded([6, 3], 6, seed=5)
+    with torch.no_grad():
+        caches = [KVCache() for _ in ours.layers]
+        ours(x, caches=caches, attention_mask=mask)
+        with pytest.raises(ValueError, match="attention_mask is missing"):
+            ours(ids(2, 1), caches=caches)
+        layer = ours.layers[0].self_attn
+        with pytest.raises(ValueError, match="attention_mask is missing"):
+            layer(torch.randn(2, 1, 32), cache=caches[0])
+        ours(ids(2, 1), caches=caches, attention_mask=torch.cat([mask, torch.ones(2, 1, dtype=mask.dtype)], 1))
+
+
+def test_rotations_shared_in_inference_mode_do_not_leak_into_training():
+    """A step's rotation is computed once and reused by every layer; one made in inference mode is
+    never handed to a forward pass that autograd records."""
+    _, ours = tiny_llama(seed=6)
+    x = ids(1, 5, seed=6)
+    with torch.inference_mode():
+        expected = ours(x)
+    ours.train()
+    logits = ours(x)  # the same positions, now recorded by autograd
+    logits.sum().backward()
+    assert ours.layers[0].self_attn.q_proj.weight.grad is not None
+    torch.testing.assert_close(logits.detach(), expected.clone(), atol=1e-6, rtol=0)
+
+
 def test_decoding_with_caches_equals_the_full_pass():
     _, ours = tiny_llama(seed=1)
     x = ids(2, 12, seed=1)

@@ -6,6 +6,7 @@ __all__ = ['KVCache', 'CausalSelfAttention']
 
 
 # %% book/chapters/10_generating_text.md, cell 20
+import functools
 import weakref
 
 import torch
@@ -13,7 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attention_book.multihead import merge_heads, split_heads
-from attention_book.positions import apply_rotary
+from attention_book._rotary import _rotation, _turned
 
 
 class KVCache:
@@ -34,6 +35,7 @@ class KVCache:
         self._values: Tensor | None = None  # (N, h_kv, capacity, d_v)
         self._length = 0
         self._layer: weakref.ref[nn.Module] | None = None  # its layer, once used
+        self._padded = False  # filled with padding: every later call needs the mask
 
     def __len__(self) -> int:
         return self._length
@@ -155,27 +157,42 @@ class CausalSelfAttention(nn.Module):
             ValueError: ``cache`` belongs to another layer (the first that used it).
             ValueError: ``cache`` holds another batch size, shape of keys, or device.
             ValueError: ``attention_mask`` is not ``(N, T_cached + T)`` of 0s and 1s.
+            ValueError: ``attention_mask`` is missing, and ``cache`` was filled with one.
             RuntimeError: ``cache`` is given in grad mode, and the keys need gradients.
         """
         real = _check_forward(self, x, cache, attention_mask)  # (N, T_k) bool, or None
         start = 0 if cache is None else cache.next_position
-        if real is None:
-            positions = torch.arange(start, start + x.shape[1], device=x.device)  # (T,)
-        else:  # each sequence counts its real tokens: 0, 1, 2, ... after its padding
-            counted = (real.cumsum(dim=-1) - 1).masked_fill(~real, 0)  # (N, T_k)
-            positions = counted[:, -x.shape[1]:]                      # (N, T)
+        # cos and sin of the new positions' angles: (T, d_k) or (N, 1, T, d_k) each
+        rotation = _rotation_at(real, start, x.shape[1], self.d_k, self.rope_base, x)
         q = split_heads(self.q_proj(x), self.num_heads)     # (N, h, T, d_k)
         k = split_heads(self.k_proj(x), self.num_kv_heads)  # (N, h_kv, T, d_k)
         v = split_heads(self.v_proj(x), self.num_kv_heads)  # (N, h_kv, T, d_k)
-        # queries and keys turned by their positions, in one call: (N, h + h_kv, T, d_k)
-        turned = apply_rotary(torch.cat([q, k], dim=1), positions, base=self.rope_base)
-        # (N, h, T, d_k) and (N, h_kv, T, d_k)
-        q, k = turned.split([self.num_heads, self.num_kv_heads], dim=1)
+        q, k = _turned(q, *rotation), _turned(k, *rotation)  # turned by their positions
         if cache is not None:
             k, v = cache.append(k, v)  # (N, h_kv, T_k, d_k) each, new positions last
             cache._layer = weakref.ref(self)  # the cache is this layer's from now on
+            cache._padded |= real is not None
         heads = _causal_attention(q, k, v, real)  # (N, h, T, d_k)
         return self.o_proj(merge_heads(heads))  # (N, T, d_model)
+
+
+def _rotation_at(real: Tensor | None, start: int, T: int, d_k: int, base: float,
+                 x: Tensor) -> tuple[Tensor, Tensor]:
+    """Chapter 8's cos and sin at positions start, start + 1, ... or, with padding, at
+    each sequence's real tokens counted (cumsum - 1, as transformers counts them)."""
+    if real is None:  # the same for every layer of a step: computed once
+        inference = torch.is_inference_mode_enabled()
+        return _rotation_from(start, T, d_k, base, x.dtype, x.device, inference)
+    counted = (real.cumsum(dim=-1) - 1).masked_fill(~real, 0)  # (N, T_k)
+    return _rotation(counted[:, -T:], d_k, base, x.dtype, 4)     # (N, 1, T, d_k) each
+
+
+@functools.lru_cache(maxsize=4)
+def _rotation_from(start: int, T: int, d_k: int, base: float, dtype: torch.dtype,
+                   device: torch.device, inference: bool) -> tuple[Tensor, Tensor]:
+    # made in inference mode: for inference mode only, as autograd refuses its tensors
+    positions = torch.arange(start, start + T, device=device)  # (T,)
+    return _rotation(positions, d_k, base, dtype, 4)           # (T, d_k) each
 
 
 def _causal_attention(q: Tensor, k: Tensor, v: Tensor,
@@ -263,6 +280,11 @@ def _check_forward(module: "CausalSelfAttention", x: Tensor, cache: object,
     if cache is not None:
         _check_cache(module, x, cache)
     if attention_mask is None:
+        if isinstance(cache, KVCache) and cache._padded:
+            raise ValueError(
+                "attention_mask is missing: the cache was filled with padding (a mask with "
+                "0s); pass the same mask at every call, extended by the new tokens"
+            )
         return None
     T_k = x.shape[1] + (len(cache) if isinstance(cache, KVCache) else 0)
     real = check_real_tokens("attention_mask", attention_mask, "(N, T_cached + T)", (x.shape[0], T_k))

@@ -65,7 +65,8 @@ class LlamaDecoder(nn.Module):
 
     A block is an RMSNorm, the book's ``CausalSelfAttention``, an RMSNorm and a SwiGLU MLP,
     each half around a residual connection. The parameters have the names of transformers'
-    ``LlamaForCausalLM`` (less its ``model.`` prefix), so ``from_hf`` copies one.
+    ``LlamaForCausalLM`` (less its ``model.`` prefix), so ``from_hf`` copies one. Each matrix
+    is stored column by column (``stride() == (1, rows)``), which one token reads faster.
 
     Args:
         vocab_size: the number of tokens of the vocabulary.
@@ -98,6 +99,9 @@ class LlamaDecoder(nn.Module):
             for _ in range(num_layers))
         self.norm = _RMSNorm(d_model, self.eps)
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
+        for module in self.modules():  # stored column by column: see "Reading the weights"
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                module.weight = nn.Parameter(module.weight.detach().t().contiguous().t())
         if tie_embeddings:
             self.lm_head.weight = self.embed_tokens.weight  # one matrix, read both ways
 

@@ -5,17 +5,11 @@
 __all__ = ['sinusoidal_positions', 'apply_rotary']
 
 
-# %% book/chapters/08_positions.md, cell 12
+# %% book/chapters/08_positions.md, cell 13
 import torch
 from torch import Tensor
 
-
-def _frequencies(
-    d: int, base: float, dtype: torch.dtype, device: torch.device | str | None = None
-) -> Tensor:
-    """theta_r = base^(-2r / d) for r = 0 .. d/2 - 1, computed as transformers does."""
-    exponents = torch.arange(0, d, 2, dtype=dtype, device=device) / d  # (d/2,): 2r / d
-    return 1.0 / base**exponents  # (d/2,)
+from attention_book._rotary import _frequencies
 
 
 def sinusoidal_positions(
@@ -55,7 +49,7 @@ def sinusoidal_positions(
     return pairs.flatten(-2).to(dtype)  # (T, d_model): sin, cos, sin, cos, ...
 
 
-# %% book/chapters/08_positions.md, cell 14
+# %% book/chapters/08_positions.md, cell 15
 from attention_book._checks import check_floating, check_int, check_real
 
 
@@ -76,36 +70,8 @@ def _check_sinusoidal(T: object, d_model: object, base: object, dtype: object) -
     return T, d_model, _check_base(base)
 
 
-# %% book/chapters/08_positions.md, cell 49
-import functools
-
-# every layer calls apply_rotary with the same d and base: compute theta_r once
-_cached_frequencies = functools.lru_cache(maxsize=64)(_frequencies)
-
-
-def _rotate_half(x: Tensor) -> Tensor:
-    half = x.shape[-1] // 2
-    # (..., d): (-second half, first half)
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-
-
-def _rotation(positions: Tensor, d: int, base: float, dtype: torch.dtype,
-              x_dim: int) -> tuple[Tensor, Tensor]:
-    """cos(p theta) and sin(p theta), (T, d), or (N, 1, ..., 1, T, d) for x of x_dim dims."""
-    angle_dtype = torch.float64 if dtype == torch.float64 else torch.float32
-    # (d/2,): theta_r
-    frequencies = _cached_frequencies(d, base, angle_dtype, positions.device)
-    # (..., T, d/2): p theta_r
-    angles = positions.to(angle_dtype)[..., None] * frequencies
-    angles = torch.cat((angles, angles), dim=-1)  # (..., T, d): pair r is (r, r + d/2)
-    # (N, T, d) -> (N, 1, ..., 1, T, d): the same for every head
-    if positions.dim() == 2:
-        angles = angles.view(angles.shape[0], *[1] * (x_dim - 3), *angles.shape[1:])
-    return angles.cos().to(dtype), angles.sin().to(dtype)  # (..., T, d) each
-
-
-def _turned(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-    return x * cos + _rotate_half(x) * sin  # (..., T, d)
+# %% book/chapters/08_positions.md, cell 51
+from attention_book._rotary import _rotation, _turned
 
 
 def apply_rotary(
@@ -140,7 +106,7 @@ def apply_rotary(
     return _turned(x, cos, sin)  # (..., T, d)
 
 
-# %% book/chapters/08_positions.md, cell 50
+# %% book/chapters/08_positions.md, cell 52
 def _check_positions(positions: object, x: Tensor) -> Tensor:
     T = x.shape[-2]
     if positions is None:
