@@ -30,6 +30,10 @@ LABELS = {  # the line under the title, in the page's language
           "are extra).",
     "zh_CN": "阅读时间：主线约 {minutes} 分钟（折叠的单元和下拉块另计）。",
 }
+TITLES = {  # its tooltip: what the reading time was computed from
+    "en": "{words} words, {characters} Chinese characters and {code_lines} lines of code in view",
+    "zh_CN": "可见部分：{words} 个英文词、{characters} 个汉字、{code_lines} 行代码",
+}
 
 
 @dataclass(frozen=True)
@@ -78,8 +82,8 @@ def _add_reading_time(app, pagename, templatename, context, doctree):
     body = context["body"]
     count = main_line(body)
     label = LABELS.get(app.config.language or "en", LABELS["en"]).format(minutes=count.minutes)
-    title = (f"{count.words} words, {count.characters} Chinese characters and {count.code_lines} "
-             f"lines of code in view")
+    title = TITLES.get(app.config.language or "en", TITLES["en"]).format(
+        words=count.words, characters=count.characters, code_lines=count.code_lines)
     line = f'<p class="reading-time" title="{title}">{label}</p>'
     end = body.find("</h1>")
     if end >= 0:
