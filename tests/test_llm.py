@@ -208,6 +208,32 @@ def test_sampling_equals_transformers_under_the_same_global_seed():
     assert torch.equal(generate(ours, x, max_new_tokens=12, do_sample=True, **settings), expected)
 
 
+def test_sampling_without_top_k_cuts_nothing_where_transformers_keeps_50():
+    """transformers' generate fills in top_k=50 when sampling without it; the book's top_k=None
+    keeps every token, and top_k=50 gives transformers' tokens."""
+    theirs, ours = tiny_llama(seed=8)
+    x = ids(3, 5, seed=8)
+    torch.manual_seed(8)
+    expected = theirs.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=12,
+                               do_sample=True, temperature=1.5)
+    torch.manual_seed(8)
+    assert torch.equal(generate(ours, x, max_new_tokens=12, do_sample=True, temperature=1.5,
+                                top_k=50), expected)
+    torch.manual_seed(8)
+    assert not torch.equal(generate(ours, x, max_new_tokens=12, do_sample=True, temperature=1.5),
+                           expected)
+
+
+def test_a_right_padded_batch_is_refused():
+    """Right padding would continue each short prompt after its padding: refused, as
+    transformers warns of it."""
+    _, ours = tiny_llama()
+    mask = torch.tensor([[1, 1, 1], [1, 1, 0]])  # the tokenizer's default side, the right
+    with pytest.raises(ValueError, match=r"^attention_mask must pad on the left"):
+        generate(ours, ids(2, 3), attention_mask=mask, max_new_tokens=2)
+    assert generate(ours, ids(2, 3), attention_mask=mask.flip(-1), max_new_tokens=2).shape == (2, 5)
+
+
 def test_a_seeded_generator_repeats_a_run():
     _, ours = tiny_llama(seed=9)
     x = ids(2, 4, seed=9)

@@ -66,7 +66,8 @@ class LlamaDecoder(nn.Module):
     A block is an RMSNorm, the book's ``CausalSelfAttention``, an RMSNorm and a SwiGLU MLP,
     each half around a residual connection. The parameters have the names of transformers'
     ``LlamaForCausalLM`` (less its ``model.`` prefix), so ``from_hf`` copies one. Each matrix
-    is stored column by column (``stride() == (1, rows)``), which one token reads faster.
+    is stored column by column (``stride() == (1, rows)``), which PyTorch's CPU product reads
+    faster for one token (measured in chapter 11; make a matrix contiguous to save it).
 
     Args:
         vocab_size: the number of tokens of the vocabulary.
@@ -156,7 +157,7 @@ class LlamaDecoder(nn.Module):
         return ours.eval()
 
 
-# %% book/chapters/11_a_real_model.md, cell 12
+# %% book/chapters/11_a_real_model.md, cell 14
 def generate(model: LlamaDecoder, input_ids: Tensor, *, max_new_tokens: int,
              attention_mask: Tensor | None = None, eos_token_id: int | None = None,
              pad_token_id: int | None = None, do_sample: bool = False, temperature: float = 1.0,
@@ -171,7 +172,9 @@ def generate(model: LlamaDecoder, input_ids: Tensor, *, max_new_tokens: int,
     when None), so a seeded generator repeats a run. A sequence that produces ``eos_token_id``
     is finished: it gets ``pad_token_id`` (default ``eos_token_id``) from then on, and the loop
     stops when every sequence is finished. ``attention_mask`` ``(N, T)``, bool or 0/1, True or
-    1 = real token, is what a tokenizer returns for prompts padded on the left.
+    1 = real token, is what a tokenizer returns for prompts padded on the left. Unlike
+    transformers' ``generate``, which keeps the 50 most probable tokens when sampling without
+    ``top_k``, ``top_k=None`` cuts nothing: pass ``top_k=50`` for its tokens.
 
     Returns:
         ``(N, T + n)`` token ids, the prompts then the ``n <= max_new_tokens`` new tokens.
@@ -180,6 +183,7 @@ def generate(model: LlamaDecoder, input_ids: Tensor, *, max_new_tokens: int,
         TypeError: ``model`` is not a ``LlamaDecoder``.
         TypeError: ``generator`` is not a ``torch.Generator``, or another argument's type is wrong.
         ValueError: ``max_new_tokens`` is negative, or an id is outside the vocabulary.
+        ValueError: ``attention_mask`` pads a prompt on the right (its last column is padding).
         ValueError: another argument is out of its range (as ``filter_logits`` checks it).
     """
     # real: (N, T), True = real token
@@ -209,7 +213,7 @@ def generate(model: LlamaDecoder, input_ids: Tensor, *, max_new_tokens: int,
     return tokens.clone()  # a plain tensor again, usable with autograd
 
 
-# %% book/chapters/11_a_real_model.md, cell 14
+# %% book/chapters/11_a_real_model.md, cell 16
 from typing import Any, Protocol
 
 from attention_book._checks import check_floating, check_int, check_real, check_real_tokens
@@ -338,11 +342,14 @@ def _check_generate(model: object, input_ids: object, attention_mask: object,
         raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
     real = (torch.ones(N, T, dtype=torch.bool) if attention_mask is None else
             check_real_tokens("attention_mask", attention_mask, "(N, T)", (N, T)))
+    if not bool(real[:, -1].all()):
+        raise ValueError("attention_mask must pad on the left (tokenizer.padding_side = 'left'), "
+                         "got a prompt whose last token is padding")
     eos, pad = special
     return real.to(ids.device), eos, (pad if pad is not None else eos if eos is not None else 0)
 
 
-# %% book/chapters/11_a_real_model.md, cell 21
+# %% book/chapters/11_a_real_model.md, cell 24
 def filter_logits(logits: Tensor, *, temperature: float = 1.0, top_k: int | None = None,
                   top_p: float | None = None, min_p: float | None = None) -> Tensor:
     """The logits ``(..., vocab_size)`` with the tokens that sampling must skip set to ``-inf``.
