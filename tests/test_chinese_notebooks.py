@@ -91,3 +91,22 @@ def test_a_message_found_in_no_cell_or_untranslated_is_an_error(tmp_path):
     po.write_text('msgid "Some prose here."\nmsgstr ""\n')
     with pytest.raises(chinese_notebooks.TranslationError, match="not translated"):
         chinese_notebooks.chinese(english, po)
+
+
+def _book_macros() -> list[str]:
+    """The TeX macros the HTML book defines for MathJax (_config.yml): Colab has none of them."""
+    import yaml
+
+    config = yaml.safe_load((chinese_notebooks.ROOT / "_config.yml").read_text())
+    return sorted(config["sphinx"]["config"]["mathjax3_config"]["tex"]["macros"])
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS + [chinese for _, chinese in PAIRS], ids=lambda p: p.parent.name + "/" + p.stem)
+def test_the_math_of_a_notebook_needs_no_macro_of_the_book(notebook):
+    """In Colab, `\\softmax` would show as an error: the notebooks write `\\operatorname{softmax}`."""
+    macros = _book_macros()
+    assert macros, "the book defines no macro: this test checks nothing"
+    prose = "\n".join(cell.source for cell in nbformat.read(notebook, as_version=4).cells
+                      if cell.cell_type == "markdown")
+    used = [name for name in macros if re.search(rf"\\{name}(?![A-Za-z])", prose)]
+    assert not used, f"{notebook.name} uses the book's macros {used}, which Colab does not define"

@@ -165,6 +165,25 @@ class KeepDisplayMathShared(SphinxTransform):
             block["translatable"] = False
 
 
+class TablesInDirectivesAreMessages(SphinxTransform):
+    """Give the text of a table inside a directive (a dropdown's table) its source file.
+
+    MyST parses a directive's body without setting ``source`` on the paragraphs of a table's
+    cells, and Sphinx's i18n skips a paragraph without a source as a built-in message: such a
+    table was neither extracted into the catalog nor translated. Runs before Sphinx's own
+    i18n transforms (priority 10 and 20).
+    """
+
+    default_priority = 5
+
+    def apply(self, **kwargs) -> None:
+        for table in self.document.findall(nodes.table):
+            source = table.source or self.document.get("source")
+            for text in table.findall(nodes.TextElement):
+                if not text.source:
+                    text.source, text.line = source, table.line or 0
+
+
 class TranslateTocCaptions(SphinxTransform):
     """Translate the captions of the toctrees that sphinx-external-toc inserts from _toc.yml.
 
@@ -321,6 +340,7 @@ def _colab_opens_the_chinese_notebook(app, pagename, templatename, context, doct
 def setup(app):
     app.add_config_value("book_edition_titles", {}, "html", dict)
     app.add_transform(KeepDisplayMathShared)
+    app.add_transform(TablesInDirectivesAreMessages)
     app.add_transform(TranslateTocCaptions)
     app.add_post_transform(TranslateHiddenCellPrompts)
     app.connect("config-inited", _translate_interface, priority=400)
