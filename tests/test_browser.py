@@ -242,6 +242,24 @@ def test_every_table_header_of_the_chinese_edition_is_translated():
     assert not english, english
 
 
+def test_the_chinese_notebooks_number_figures_exercises_and_equations_as_the_book():
+    """A Chinese notebook writes the numbers Colab cannot compute (图 N, 练习 N, \\tag{N}): they
+    are the numbers of the built Chinese pages, in the same order."""
+    import nbformat
+
+    for page in CHAPTER_PAGES:
+        notebook = ROOT / "book" / "chapters" / "zh" / f"{Path(page).name}.ipynb"
+        prose = "\n".join(cell.source for cell in nbformat.read(notebook, as_version=4).cells
+                          if cell.cell_type == "markdown")
+        ours = [re.findall(r"^\*\*图 (\d+)\*\*", prose, re.M), re.findall(r"^\*\*练习 (\d+)\*\*", prose, re.M),
+                re.findall(r"\\tag\{(\d+)\}", prose)]
+        soup = BeautifulSoup((HTML / "zh" / f"{page}.html").read_text(encoding="utf-8"), "html.parser")
+        theirs = [[re.search(r"\d+", span.get_text())[0] for span in soup.select(selector)]
+                  for selector in ("figure .caption-number",
+                                   "div.exercise p.admonition-title span.caption-number", "span.eqno")]
+        assert ours == theirs, f"{page}: figures, exercises, equations {ours} != the page's {theirs}"
+
+
 def test_no_page_loads_anything_from_the_internet():
     """Scripts, styles, fonts, images and frames are served with the book (links may leave)."""
     offenders = []

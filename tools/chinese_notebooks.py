@@ -10,6 +10,10 @@ line breaks read as spaces), is replaced by its translation; markup outside the 
 markers, directive fences, labels, display math, code in fences) is kept. A message of the
 catalog that is found in no cell is an error, and so is an English sentence left over.
 
+Then the prose is made plain Markdown for Colab, which renders no MyST (`for_colab`): notes,
+dropdowns, exercises and solutions, references, equation numbers, citations and figure
+captions are written as the Chinese HTML page shows them, with the book's own numbers.
+
     python tools/chinese_notebooks.py            write every Chinese notebook
     python tools/chinese_notebooks.py --check    exit 1 when one differs from what it would write
 """
@@ -128,6 +132,207 @@ def _english_left(notebook, found: list[Message]) -> str | None:
     return None
 
 
+# --- for Colab: the notebook as plain Markdown ------------------------------------------------
+# Colab renders CommonMark with MathJax and nothing of MyST: a directive would show as a code
+# block, a role as raw text, a label as a stray line. Once the prose is Chinese, each is written
+# as what the Chinese HTML page shows: a note as a quotation, a dropdown or a solution as
+# <details>, an exercise with its number, a reference as its title, an equation reference as
+# 式 (n) with \tag{n} on the equation, a citation as (author, year); each figure's caption goes
+# before the prose that follows it. The numbers are the book's: exercises and figures count
+# through the chapters in order, equations within a page.
+NOTE = ("> 这个 notebook 由本书网页版的同一份源文件生成，供在 Colab 中运行。网页中折叠的单元"
+        "（检查、绘图）在这里直接显示；可以拖动的交互图只在网页版中能操作，这里显示它的初始状态；"
+        "练习的参考答案收在“参考答案”折叠块里。")
+_FENCE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w-]+)\}[ \t]*(?P<title>.*)$")
+_OPTION = re.compile(r"^:([\w-]+):[ \t]*(.*)$")
+_ROLE = re.compile(r"\{(ref|eq|cite)\}`([^`]*)`")
+_EQUATION = re.compile(r"^\$\$[ \t]*\((?P<label>[\w-]+)\)[ \t]*$", re.M)
+_HEADING = re.compile(r"^\((?P<label>[\w-]+)\)=[ \t]*\n+#{1,6}[ \t]+(?P<title>.+)$", re.M)
+_BOXES = {"admonition", "note", "tip", "warning", "important", "seealso"}
+
+
+@dataclass
+class Book:
+    """What a reference can point at, in the Chinese edition: titles, numbers, citations."""
+
+    titles: dict[str, str]       # label -> the Chinese title of a chapter or section
+    exercises: dict[str, int]    # label -> the exercise's number in the book
+    equations: dict[str, int]    # label -> the equation's number in the book
+    figures: dict[str, dict[str, int]]    # page -> a figure's cell id -> its number in the book
+    citations: dict[str, str]    # key -> "Vaswani 等，2017"
+    pages: dict[str, str]        # page -> its Chinese title
+    whole_pages: set[str]        # the labels of pages' titles (a chapter, the notation page)
+
+
+def _toc_pages() -> list[str]:
+    return re.findall(r"file:\s*(\S+)", (ROOT / "_toc.yml").read_text())
+
+
+def _translations(page: str) -> dict[str, str]:
+    po = ROOT / "locales" / "zh_CN" / "LC_MESSAGES" / f"{page}.po"
+    return {m.english: m.chinese for m in messages(po)} if po.exists() else {}
+
+
+def _citation(entry: str) -> str:
+    authors = re.search(r"author\s*=\s*\{(.*)\},?\s*$", entry, re.M)
+    year = re.search(r"year\s*=\s*\{?(\d{4})", entry)
+    names = [name.strip() for name in re.split(r"\s+and\s+", authors[1])] if authors else ["?"]
+    first = names[0].strip("{}").split(",")[0].strip("{} ")
+    who = first if len(names) == 1 else f"{first} 和 {names[1].split(',')[0].strip('{} ')}" \
+        if len(names) == 2 else f"{first} 等"
+    return f"{who}，{year[1] if year else 'n.d.'}"
+
+
+def book() -> Book:
+    """The labels, numbers and citations of the whole book, read from its sources."""
+    titles, exercises, equations, figures, pages = {}, {}, {}, {}, {}
+    whole_pages: set[str] = set()
+    exercise = figure = 0
+    for page in _toc_pages():
+        md = ROOT / f"{page}.md"
+        if not md.exists():
+            continue
+        text, chinese_of = md.read_text(), _translations(page)
+        for match in _HEADING.finditer(text):
+            english = match["title"].strip()
+            titles[match["label"]] = chinese_of.get(english, english)
+            if page not in pages:  # the page's own title
+                pages[page] = titles[match["label"]]
+                whole_pages.add(match["label"])
+        for match in _EQUATION.finditer(text):
+            equations[match["label"]] = len(equations) + 1
+        for label in re.findall(r"^[`:]{3,}\{exercise\}.*\n(?::[\w-]+:.*\n)*?:label:[ \t]*(\S+)", text, re.M):
+            exercise += 1
+            exercises[label] = exercise
+        ipynb = md.with_suffix(".ipynb")
+        figures[page] = {}
+        if ipynb.exists():
+            for cell in nbformat.read(ipynb, as_version=4).cells:
+                shown = cell.metadata.get("mystnb", {}).get("figure")
+                if cell.cell_type == "code" and shown:
+                    figure += 1
+                    figures[page][cell.id] = figure
+    bib = (ROOT / "book" / "references.bib").read_text()
+    citations = {m[1]: _citation(m[2]) for m in re.finditer(r"@\w+\{([^,\s]+),(.*?)\n\}", bib, re.S)}
+    return Book(titles, exercises, equations, figures, citations, pages, whole_pages)
+
+
+def _role(kind: str, body: str, book: Book, page: str) -> str:
+    titled = re.fullmatch(r"(?s)(.*?)\s*<([^<>]+)>", body)
+    if kind == "ref" and titled:
+        return titled[1]
+    if kind == "ref":
+        if body in book.exercises:
+            return f"练习 {book.exercises[body]}"
+        if body not in book.titles:
+            raise TranslationError(f"{page}: {{ref}}`{body}` points at no title the book knows")
+        title = book.titles[body]
+        return f"《{title}》" if body in book.whole_pages else f"“{title}”一节"
+    if kind == "eq":
+        label = titled[2] if titled else body
+        if label not in book.equations:
+            raise TranslationError(f"{page}: {{eq}}`{label}` is no numbered equation of the book")
+        return f"式 ({book.equations[label]})"
+    keys = [key.strip() for key in body.split(",")]
+    unknown = [key for key in keys if key not in book.citations]
+    if unknown:
+        raise TranslationError(f"{page}: {{cite}}`{body}` cites {unknown}, not in references.bib")
+    return "（" + "；".join(book.citations[key] for key in keys) + "）"
+
+
+_CJK = "\u3000-\u303f\u3400-\u9fff\uff00-\uffef“”《》"
+
+
+def _roles(text: str, book: Book, page: str) -> str:
+    """Each role as its text; the spaces MyST needs around a role go where Chinese meets Chinese."""
+    text = _ROLE.sub(lambda m: "\x02" + _role(m[1], m[2], book, page) + "\x03", text)
+    text = re.sub(rf"(?<=[{_CJK}])[ \t]+\x02(?=[{_CJK}])|[ \t]+\x02(?=（)", "\x02", text)
+    text = re.sub(rf"(?<=[{_CJK}])\x03[ \t]+(?=[{_CJK}])", "\x03", text)
+    text = text.replace("\x02", "").replace("\x03", "")
+    return re.sub(r"式\s*式 \(", "式 (", text)  # “式 {eq}`x`” in a translation
+
+
+def _summary(title: str) -> str:
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", title.strip())
+
+
+def _directives(lines: list[str], book: Book, page: str) -> list[str]:
+    """The lines with every directive (nested ones too) written as plain Markdown."""
+    out, i = [], 0
+    while i < len(lines):
+        opening = _FENCE.match(lines[i].strip())
+        if not opening:
+            out.append(lines[i])
+            i += 1
+            continue
+        fence, name, title = opening["fence"], opening["name"], opening["title"].strip()
+        options, i = {}, i + 1
+        while i < len(lines) and _OPTION.match(lines[i].strip()):
+            key, value = _OPTION.match(lines[i].strip()).groups()
+            options[key], i = value, i + 1
+        body = []
+        while i < len(lines) and lines[i].strip() != fence:
+            body.append(lines[i])
+            i += 1
+        if i == len(lines):
+            raise TranslationError(f"{page}: the directive {{{name}}} is not closed by {fence}")
+        i += 1
+        inner = _directives(body, book, page)
+        while inner and not inner[0].strip():
+            inner.pop(0)
+        if name in _BOXES:
+            out += [f"> **{title or '注意'}**", ">"] + [f"> {line}".rstrip() for line in inner]
+        elif name == "dropdown":
+            out += ["<details>", f"<summary>{_summary(title)}</summary>", ""] + inner + ["", "</details>"]
+        elif name == "exercise":
+            label = options.get("label")
+            if label not in book.exercises:
+                raise TranslationError(f"{page}: an exercise without a known :label: ({label})")
+            head = f"**练习 {book.exercises[label]}**" + (f"　{title}" if title else "")
+            out += [head, ""] + inner
+        elif name == "solution":
+            if title not in book.exercises:
+                raise TranslationError(f"{page}: a solution of no known exercise ({title})")
+            out += ["<details>", f"<summary>练习 {book.exercises[title]} 的参考答案</summary>", ""]
+            out += inner + ["", "</details>"]
+        else:
+            raise TranslationError(f"{page}: no plain-Markdown form for the directive {{{name}}}")
+    return out
+
+
+def for_colab(notebook, page: str, book: Book):
+    """The translated notebook with its prose as plain Markdown (see above)."""
+    captions: list[str] = []
+    chinese_of = _translations(page)
+    first = True
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            shown = cell.metadata.get("mystnb", {}).get("figure")
+            if shown and shown.get("caption"):
+                english = " ".join(shown["caption"].split())
+                number = book.figures[page][cell.id]
+                if english not in chinese_of:
+                    raise TranslationError(f"{page}: a figure's caption is not in the catalog: {english[:60]!r}")
+                words = _roles(chinese_of[english], book, page)
+                captions.append(f"**图 {number}**　{words}")
+            continue
+        text = re.sub(r"^\([\w-]+\)=[ \t]*\n", "", cell.source, flags=re.M)  # labels
+        text = _EQUATION.sub(lambda m: f"\\tag{{{book.equations[m['label']]}}}\n$$", text)
+        text = "\n".join(_directives(text.split("\n"), book, page))
+        text = _roles(text, book, page)
+        if captions:
+            text, captions = "\n\n".join(captions) + "\n\n" + text, []
+        if first:
+            heading = re.match(r"(#[^\n]*\n)", text + "\n")
+            text = (heading[1] + "\n" + NOTE + "\n\n" + text[heading.end():].lstrip("\n")
+                    if heading else NOTE + "\n\n" + text)
+            first = False
+        cell.source = text.rstrip("\n")
+    if captions:
+        raise TranslationError(f"{page}: no prose follows the last figure to carry its caption")
+    return notebook
+
+
 def pairs(chapters: list[Path] | None = None) -> list[tuple[Path, Path, Path]]:
     """(English notebook, catalog, Chinese notebook) of each chapter."""
     notebooks = chapters or sorted(CHAPTERS.glob("*.ipynb"))
@@ -145,9 +350,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     problems = []
     chosen = [path.resolve() for path in args.chapters] or None
+    whole = book()
     for english, po, target in pairs(chosen):
+        page = english.relative_to(ROOT).with_suffix("").as_posix()
         try:
-            text = render(chinese(english, po))
+            text = render(for_colab(chinese(english, po), page, whole))
         except TranslationError as error:
             problems.append(str(error))
             continue
