@@ -162,3 +162,15 @@ def test_what_colab_cannot_show_is_an_error(source, problem):
     notebook.cells = [nbformat.v4.new_markdown_cell(source)]
     with pytest.raises(chinese_notebooks.TranslationError, match=problem):
         chinese_notebooks.for_colab(notebook, "p", _book())
+
+
+@pytest.mark.parametrize("author, expected", [
+    ("author = {Shazeer, Noam},", "Shazeer，2019"),
+    ("author = {Kingma, Diederik P. and Ba, Jimmy},", "Kingma 和 Ba，2019"),
+    ("author = {Dao, Tri and Fu, Daniel Y. and Ermon, Stefano},", "Dao 等，2019"),
+    ("author = {Grattafiori, Aaron and others},", "Grattafiori 等，2019"),
+    ("author = {{BigScience Workshop}},", "BigScience Workshop，2019"),
+    ("title = {{A page}},", "《A page》，2019"),
+])
+def test_a_citation_is_written_author_year_as_the_pages_write_it(author, expected):
+    assert chinese_notebooks._citation(f"\n  {author}\n  year = {{2019}}\n") == expected

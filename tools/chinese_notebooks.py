@@ -174,12 +174,16 @@ def _translations(page: str) -> dict[str, str]:
 
 
 def _citation(entry: str) -> str:
-    authors = re.search(r"author\s*=\s*\{(.*)\},?\s*$", entry, re.M)
-    year = re.search(r"year\s*=\s*\{?(\d{4})", entry)
-    names = [name.strip() for name in re.split(r"\s+and\s+", authors[1])] if authors else ["?"]
-    first = names[0].strip("{}").split(",")[0].strip("{} ")
-    who = first if len(names) == 1 else f"{first} 和 {names[1].split(',')[0].strip('{} ')}" \
-        if len(names) == 2 else f"{first} 等"
+    """(first author, year) as the Chinese pages' author-year citations give them."""
+    authors = re.search(r"^\s*author\s*=\s*\{(.*)\},?\s*$", entry, re.M)
+    year = re.search(r"^\s*year\s*=\s*\{?(\d{4})", entry, re.M)
+    if not authors:  # a web page: its title, as the pages show it
+        title = re.search(r"^\s*title\s*=\s*\{+(.*?)\}+,?\s*$", entry, re.M)
+        return f"《{title[1] if title else '?'}》" + (f"，{year[1]}" if year else "")
+    names = [name.strip().strip("{}").split(",")[0].strip("{} ")
+             for name in re.split(r"\s+and\s+", authors[1])]
+    who = (names[0] if len(names) == 1 else f"{names[0]} 等" if len(names) > 2 or names[1] == "others"
+           else f"{names[0]} 和 {names[1]}")
     return f"{who}，{year[1] if year else 'n.d.'}"
 
 
