@@ -279,3 +279,25 @@ def test_display_formulas_hold_no_english_words(source):
     problems = formula_problems(source.read_text(), notation_names())
     assert not problems, (f"{source.relative_to(ROOT)}: English words in display formulas "
                           "(define a symbol in the prose instead)\n" + "\n".join(problems))
+
+
+def _literal_asterisks(text: str) -> bool:
+    """Whether MyST's Markdown (CommonMark and $math$) leaves a * of emphasis unread in text."""
+    from markdown_it import MarkdownIt
+    from mdit_py_plugins.dollarmath import dollarmath_plugin
+
+    html = MarkdownIt("commonmark").use(dollarmath_plugin).renderInline(text)
+    html = re.sub(r"<code>.*?</code>|<span class=\"math inline\">.*?</span>|<eq>.*?</eq>", "", html, flags=re.S)
+    plain = re.sub(r"<[^>]+>", "", html)
+    return "**" in plain or bool(re.search(r"(?<![\w*\\])\*(?=[^\s*])", plain))
+
+
+def test_emphasis_closes_next_to_chinese_punctuation():
+    """CommonMark closes ** only where it is right-flanking: **笔记中的“+”**只 stays literal
+    (punctuation before, a letter after), on the page as in the notebook."""
+    assert _literal_asterisks("**笔记中的“+”**只表示") and not _literal_asterisks("**笔记中的“+”号**只表示")
+    unread = [f"{po.name}: {message.string[:60]}" for po in CATALOGS
+              for message in read_po(po.open("rb"))
+              if message.id and message.string and _literal_asterisks(message.string)
+              and not _literal_asterisks(message.id)]
+    assert not unread, unread

@@ -249,7 +249,9 @@ _CJK = "\u3000-\u303f\u3400-\u9fff\uff00-\uffef“”《》"
 
 def _roles(text: str, book: Book, page: str) -> str:
     """Each role as its text; the spaces MyST needs around a role go where Chinese meets Chinese."""
-    text = _ROLE.sub(lambda m: "\x02" + _role(m[1], m[2], book, page) + "\x03", text)
+    # an equation's 式 (n) keeps its spaces, as on the page ("打分 式 (1)", not "打分式 (1)")
+    text = _ROLE.sub(lambda m: _role(m[1], m[2], book, page) if m[1] == "eq"
+                     else "\x02" + _role(m[1], m[2], book, page) + "\x03", text)
     text = re.sub(rf"(?<=[{_CJK}])[ \t]+\x02(?=[{_CJK}])|[ \t]+\x02(?=（)", "\x02", text)
     text = re.sub(rf"(?<=[{_CJK}])\x03[ \t]+(?=[{_CJK}])", "\x03", text)
     text = text.replace("\x02", "").replace("\x03", "")
