@@ -112,7 +112,7 @@ def _book() -> chinese_notebooks.Book:
     return chinese_notebooks.Book(
         titles={"ch-x": "某章", "sec-y": "某节"}, exercises={"ex-z": 7}, equations={"eq-a": 12},
         figures={"p": {"fig-cell": 3}}, citations={"k2020": "Kim 等，2020"},
-        pages={"p": "某章"}, whole_pages={"ch-x"})
+        whole_pages={"ch-x"})
 
 
 def test_colab_gets_plain_markdown_with_the_books_numbers():

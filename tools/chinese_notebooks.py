@@ -138,8 +138,8 @@ def _english_left(notebook, found: list[Message]) -> str | None:
 # as what the Chinese HTML page shows: a note as a quotation, a dropdown or a solution as
 # <details>, an exercise with its number, a reference as its title, an equation reference as
 # 式 (n) with \tag{n} on the equation, a citation as (author, year); each figure's caption goes
-# before the prose that follows it. The numbers are the book's: exercises and figures count
-# through the chapters in order, equations within a page.
+# before the prose that follows it. The numbers are the book's: exercises, figures and
+# equations count through the chapters in order, as on the pages.
 NOTE = ("> 这个 notebook 由本书网页版的同一份源文件生成，供在 Colab 中运行。网页中折叠的单元"
         "（检查、绘图）在这里直接显示；可以拖动的交互图只在网页版中能操作，这里显示它的初始状态；"
         "练习的参考答案收在“参考答案”折叠块里。")
@@ -160,7 +160,6 @@ class Book:
     equations: dict[str, int]    # label -> the equation's number in the book
     figures: dict[str, dict[str, int]]    # page -> a figure's cell id -> its number in the book
     citations: dict[str, str]    # key -> "Vaswani 等，2017"
-    pages: dict[str, str]        # page -> its Chinese title
     whole_pages: set[str]        # the labels of pages' titles (a chapter, the notation page)
 
 
@@ -189,7 +188,7 @@ def _citation(entry: str) -> str:
 
 def book() -> Book:
     """The labels, numbers and citations of the whole book, read from its sources."""
-    titles, exercises, equations, figures, pages = {}, {}, {}, {}, {}
+    titles, exercises, equations, figures = {}, {}, {}, {}
     whole_pages: set[str] = set()
     exercise = figure = 0
     for page in _toc_pages():
@@ -200,8 +199,7 @@ def book() -> Book:
         for match in _HEADING.finditer(text):
             english = match["title"].strip()
             titles[match["label"]] = chinese_of.get(english, english)
-            if page not in pages:  # the page's own title
-                pages[page] = titles[match["label"]]
+            if match.start() == _HEADING.search(text).start():  # the page's own title
                 whole_pages.add(match["label"])
         for match in _EQUATION.finditer(text):
             equations[match["label"]] = len(equations) + 1
@@ -218,7 +216,7 @@ def book() -> Book:
                     figures[page][cell.id] = figure
     bib = (ROOT / "book" / "references.bib").read_text()
     citations = {m[1]: _citation(m[2]) for m in re.finditer(r"@\w+\{([^,\s]+),(.*?)\n\}", bib, re.S)}
-    return Book(titles, exercises, equations, figures, citations, pages, whole_pages)
+    return Book(titles, exercises, equations, figures, citations, whole_pages)
 
 
 def _role(kind: str, body: str, book: Book, page: str) -> str:
