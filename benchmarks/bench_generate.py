@@ -31,6 +31,7 @@ import torch
 
 from attention_book import LlamaDecoder, generate
 from attention_book._measure import median_times
+from _targets import report  # benchmarks/_targets.py
 
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 PROMPT, NEW_TOKENS, TARGET = 128, 48, 0.9
@@ -79,10 +80,7 @@ def main() -> int:
         ("the same 48 tokens as transformers' generate", same),
         (f"attention_book.generate <= {TARGET} x transformers' (ratio {ratio:.2f})", ratio <= TARGET),
     ]
-    print("\ntargets:")
-    for label, ok in checks:
-        print(f"  {label:<60} {'met' if ok else 'MISSED'}")
-    return 0 if all(ok for _, ok in checks) else 1
+    return report(checks)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ from torch import nn
 
 from attention_book import MultiHeadAttention
 from attention_book._measure import floor_forward, median_times, peak_memory
+from _targets import report  # benchmarks/_targets.py
 
 N, D_MODEL, HEADS = 1, 768, 12
 IMPLEMENTATIONS = {
@@ -152,9 +153,7 @@ def main() -> int:
     ] + [
         ("fused peak memory <= 1.5 x floor", memory["fused"] <= 1.5 * max(memory["floor"], 1.0)),
     ]
-    print(f"\ntargets at T={longest}:")
-    for label, ok in checks:
-        print(f"  {label:<40} {'met' if ok else 'MISSED'}")
+    report(checks, heading=f"targets at T={longest}", width=40)
     teaching_bytes = N * HEADS * longest * longest * 4
     print(f"the teaching path's (N, h, T, T) float32 weights alone: {teaching_bytes / 2**20:.0f} MiB")
     missed = [label for label, ok in checks if not ok]

@@ -35,6 +35,7 @@ import torch.nn.functional as F
 
 from attention_book import MultiHeadAttention, tiled_attention
 from attention_book._measure import floor_forward, median_times, peak_memory
+from _targets import report  # benchmarks/_targets.py
 
 TILED_T, HEAD_DIM = 8192, 64
 MHA_T, D_MODEL, HEADS = 4096, 768, 12
@@ -140,10 +141,7 @@ def main() -> int:
         (f"default block_size {DEFAULT_BLOCK} is not the slowest of {BLOCK_SIZES}",
          by_block[DEFAULT_BLOCK] < max(by_block.values())),
     ]
-    print("\ntargets:")
-    for label, ok in checks:
-        print(f"  {label:<60} {'met' if ok else 'MISSED'}")
-    return 0 if all(ok for _, ok in checks) else 1
+    return report(checks)
 
 
 if __name__ == "__main__":
