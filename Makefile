@@ -10,8 +10,8 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: book test install tangle tangle-check notebooks notebooks-zh notebooks-check typecheck dist \
-	unit nbval \
+.PHONY: book test install tangle tangle-check notebooks notebooks-colab notebooks-check typecheck dist \
+	unit nbval colab-run \
 	nbval-generic nbval-avx2 build \
 	test-browser chromium clean bench translations translations-check lint-workflows \
 	pdf test-pdf texlive
@@ -22,7 +22,7 @@ book: install build
 # to install; the translations are checked before the build; the browser check reads the HTML
 # that `build` writes.
 test: install chromium lint-workflows tangle-check notebooks-check typecheck unit dist nbval \
-	nbval-generic translations-check build test-browser test-pdf
+	nbval-generic colab-run translations-check build test-browser test-pdf
 
 # --- environment ---------------------------------------------------------------------------
 # torch==2.13.0 goes first, alone: it is the CPU build this machine has on disk; anything that
@@ -47,17 +47,18 @@ tangle-check: install
 
 notebooks: install tangle
 	$(BIN)/python tools/notebooks.py $(CHAPTERS)
-	$(BIN)/python tools/chinese_notebooks.py
+	$(BIN)/python tools/colab_notebooks.py
 
-# The Chinese notebooks (book/chapters/zh/, what a Chinese page's Colab button opens): each
-# English notebook with its prose replaced, message by message, by the chapter's catalog; code
-# and outputs copied unchanged. Run it after translating (`make translations`).
-notebooks-zh: install
-	$(BIN)/python tools/chinese_notebooks.py
+# The Colab notebooks of both editions (book/chapters/en/ and zh/, what a page's Colab and
+# download buttons give): each chapter's notebook with its prose as plain Markdown, which Colab
+# renders (no MyST), the Chinese one translated message by message from the chapter's catalog;
+# code and outputs copied unchanged. Run it after translating (`make translations`).
+notebooks-colab: install
+	$(BIN)/python tools/colab_notebooks.py
 
 notebooks-check: install
 	$(BIN)/python tools/notebooks.py --check
-	$(BIN)/python tools/chinese_notebooks.py --check
+	$(BIN)/python tools/colab_notebooks.py --check
 
 # The package's types: mypy --strict on src/attention_book and on tests/typed_usage.py, a
 # script that uses every public name as a stranger's strictly typed code would ([tool.mypy]).
@@ -90,6 +91,13 @@ nbval: install
 # path must pass too (it needs a CPU with AVX2).
 nbval-generic: install
 	ATEN_CPU_CAPABILITY=default $(BIN)/python tools/standalone.py
+
+# Colab's "Run all" on the chapters whose errors are shown on purpose (6 and 9), in both
+# editions' Colab notebooks, alone and offline as above: the first error stops and fails it.
+COLAB_RUN := $(foreach edition,en zh,$(foreach chapter,06_multihead_attention 09_efficient_attention,\
+	book/chapters/$(edition)/$(chapter).ipynb))
+colab-run: install
+	$(BIN)/python tools/standalone.py --run-all $(COLAB_RUN)
 
 nbval-avx2: install
 	ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 \

@@ -242,18 +242,21 @@ def test_every_table_header_of_the_chinese_edition_is_translated():
     assert not english, english
 
 
-def test_the_chinese_notebooks_number_figures_exercises_and_equations_as_the_book():
-    """A Chinese notebook writes the numbers Colab cannot compute (图 N, 练习 N, \\tag{N}): they
-    are the numbers of the built Chinese pages, in the same order."""
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_the_colab_notebooks_number_figures_exercises_and_equations_as_the_book(edition):
+    """A Colab notebook writes the numbers Colab cannot compute (Fig. N or 图 N, Exercise N or
+    练习 N, \\tag{N}): they are the numbers of the built pages of its edition, in the same order."""
     import nbformat
 
+    figure, exercise = {"en": ("Fig.", "Exercise"), "zh": ("图", "练习")}[edition]
     for page in CHAPTER_PAGES:
-        notebook = ROOT / "book" / "chapters" / "zh" / f"{Path(page).name}.ipynb"
+        notebook = ROOT / _notebook(page, edition)
         prose = "\n".join(cell.source for cell in nbformat.read(notebook, as_version=4).cells
                           if cell.cell_type == "markdown")
-        ours = [re.findall(r"^\*\*图 (\d+)\*\*", prose, re.M), re.findall(r"^\*\*练习 (\d+)\*\*", prose, re.M),
+        ours = [re.findall(rf"^\*\*{re.escape(figure)} (\d+)\*\*", prose, re.M),
+                re.findall(rf"^\*\*{exercise} (\d+)\*\*", prose, re.M),
                 re.findall(r"\\tag\{(\d+)\}", prose)]
-        soup = BeautifulSoup((HTML / "zh" / f"{page}.html").read_text(encoding="utf-8"), "html.parser")
+        soup = BeautifulSoup(_html(page, edition).read_text(encoding="utf-8"), "html.parser")
         theirs = [[re.search(r"\d+", span.get_text())[0] for span in soup.select(selector)]
                   for selector in ("figure .caption-number",
                                    "div.exercise p.admonition-title span.caption-number", "span.eqno")]
@@ -319,9 +322,20 @@ def test_each_colab_button_opens_a_committed_notebook_on_the_branch(edition):
 
 
 def _notebook(page: str, edition: str) -> str:
-    """The notebook a chapter page's Colab button opens: the Chinese one on a Chinese page."""
+    """The notebook a chapter page's Colab button opens: the edition's plain-Markdown one."""
     folder, name = page.rsplit("/", 1)
-    return f"{folder}/zh/{name}.ipynb" if edition == "zh" else f"{page}.ipynb"
+    return f"{folder}/{edition}/{name}.ipynb"
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_the_download_button_serves_the_editions_colab_notebook(edition):
+    """Jupyter, like Colab, renders no MyST: the .ipynb a reader downloads is the Colab one."""
+    for page in CHAPTER_PAGES:
+        links = [a["href"] for a in _soup(page, edition).find_all("a", href=True)
+                 if a["href"].endswith(".ipynb") and "_sources" in a["href"]]
+        assert links, f"{page}: no .ipynb download link"
+        served = (_html(page, edition).parent / links[0]).resolve()
+        assert served.read_bytes() == (ROOT / _notebook(page, edition)).read_bytes(), f"{page}: {links[0]}"
 
 
 # --- the browser -------------------------------------------------------------------------------

@@ -40,3 +40,32 @@ def test_any_integer_gives_what_a_python_int_gives(name, integer):
 def test_other_values_are_a_type_error_naming_the_argument(name, value):
     with pytest.raises(TypeError, match=rf"^{name}\b"):
         CALLS[name](value)
+
+
+# --- expect_error: how the chapters show an error without stopping "Run all" -----------------
+def test_expect_error_prints_the_error_as_one_line(capsys):
+    from attention_book._checks import expect_error
+
+    with expect_error(ValueError, TypeError):
+        raise TypeError("`x` is not a tensor")
+    assert capsys.readouterr().out == "TypeError: `x` is not a tensor\n"
+
+
+def test_expect_error_fails_when_nothing_or_another_error_is_raised():
+    from attention_book._checks import expect_error
+
+    with pytest.raises(AssertionError, match="expected ValueError, but the block raised nothing"):
+        with expect_error(ValueError):
+            pass
+    with pytest.raises(KeyError):  # another kind is not swallowed
+        with expect_error(ValueError):
+            raise KeyError("k")
+
+
+@pytest.mark.parametrize("kinds", [(), ("ValueError",), (int,)])
+def test_expect_error_needs_exception_classes(kinds):
+    from attention_book._checks import expect_error
+
+    with pytest.raises(TypeError, match="exception classes"):
+        with expect_error(*kinds):
+            pass

@@ -10,8 +10,9 @@ paths (tools/editions.py builds them with `language = zh_CN`). This extension:
 - beside it, links to the PDF of each edition (`templates/pdf-links.html`, `PDF_NAMES`), which
   `make pdf` writes into the site after the HTML build (tools/pdf.py); labelled in the page's
   language;
-- makes the Colab button of a Chinese chapter page open the chapter's Chinese notebook
-  (`book/chapters/zh/`, written by tools/chinese_notebooks.py);
+- makes the Colab button of a chapter page open the chapter's Colab notebook in the page's
+  edition (`book/chapters/en/` or `book/chapters/zh/`, plain Markdown, written by
+  tools/colab_notebooks.py), and its download button serve that same notebook;
 - gives the Chinese edition its own title (`book_edition_titles`);
 - keeps display math out of the translation catalogs: math is shared by both editions;
 - translates the part captions of `_toc.yml`, which Sphinx alone would leave in English;
@@ -19,7 +20,7 @@ paths (tools/editions.py builds them with `language = zh_CN`). This extension:
   a translated page (`INTERFACE_LABELS`): their message catalogs lack these labels, or cannot
   be found for `zh_CN`, or the label is written without a catalog at all; and the labels that a
   package translates otherwise than the edition says them (`PREFERRED_LABELS`: 打印, not 列印).
-  The English edition is unchanged: nothing here runs for it.
+  The English edition's labels are unchanged: nothing of this runs for it.
 
 Loaded through `sphinx.local_extensions` in `_config.yml`.
 """
@@ -45,7 +46,8 @@ from sphinx.util.i18n import docname_to_domain
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATIC = Path(__file__).resolve().parent / "static"  # book_i18n.css
 TRANSLATION_FOLDER = "zh"  # the Chinese edition inside the English one
-CHINESE_NOTEBOOKS = "zh"  # book/chapters/zh/: the Chinese notebooks, beside the English ones
+# book/chapters/<edition>/: each edition's Colab notebooks, beside the chapters' notebooks
+COLAB_NOTEBOOKS = {"en": "en", "zh_CN": "zh"}
 # What the link in the header says, in the language of the edition it leads to.
 LINKS = {
     "en": {"text": "中文", "lang": "zh-CN", "title": "本页的中文版"},
@@ -320,25 +322,44 @@ def _edition_link(app, pagename, templatename, context, doctree) -> None:
     context["book_fixed_labels"] = translate_fixed_labels if is_translation(app.config.language) else str
 
 
-def _colab_opens_the_chinese_notebook(app, pagename, templatename, context, doctree) -> None:
-    """On a Chinese chapter page, the Colab button opens the chapter's Chinese notebook.
+def _edition(language: str | None) -> str:
+    return COLAB_NOTEBOOKS["zh_CN" if is_translation(language) else "en"]
 
-    The theme links `book/chapters/NN_name.ipynb` (its launch buttons, priority 501); the
-    Chinese notebook is `book/chapters/zh/NN_name.ipynb` (tools/chinese_notebooks.py).
+
+def _colab_opens_the_editions_notebook(app, pagename, templatename, context, doctree) -> None:
+    """The Colab button of a chapter page opens the chapter's Colab notebook in the page's edition.
+
+    The theme links `book/chapters/NN_name.ipynb` (its launch buttons, priority 501), the
+    jupytext pair, whose MyST Colab shows as raw text; the Colab notebook is
+    `book/chapters/<en|zh>/NN_name.ipynb` (tools/colab_notebooks.py).
     """
-    if not is_translation(app.config.language):
-        return
     for group in context.get("header_buttons", []):
         if group.get("label") != "launch-buttons":
             continue
         for button in group.get("buttons", []):
             if button.get("text") == "Colab" and button["url"].endswith(".ipynb"):
                 folder, name = button["url"].rsplit("/", 1)
-                button["url"] = f"{folder}/{CHINESE_NOTEBOOKS}/{name}"
+                button["url"] = f"{folder}/{_edition(app.config.language)}/{name}"
+
+
+def _download_serves_the_colab_notebook(app, exception) -> None:
+    """The download button's `.ipynb` (`_sources/<page>.ipynb`) is the page's Colab notebook.
+
+    Jupyter, like Colab, renders plain Markdown and no MyST: what a reader downloads should
+    read as the page does. The MyST source stays in the repository (`book/chapters/*.md`).
+    """
+    if exception is not None or app.builder.format != "html":
+        return
+    edition = _edition(app.config.language)
+    for notebook in sorted(Path(app.srcdir, "book", "chapters", edition).glob("*.ipynb")):
+        served = Path(app.outdir, "_sources", "book", "chapters", notebook.name)
+        if served.exists():
+            served.write_bytes(notebook.read_bytes())
 
 
 def setup(app):
     app.add_config_value("book_edition_titles", {}, "html", dict)
+    app.add_config_value("book_site_url", "", "html", str)
     app.add_transform(KeepDisplayMathShared)
     app.add_transform(TablesInDirectivesAreMessages)
     app.add_transform(TranslateTocCaptions)
@@ -348,5 +369,6 @@ def setup(app):
     app.connect("builder-inited", _prefer_book_labels)
     app.add_css_file("book_i18n.css")
     app.connect("html-page-context", _edition_link)
-    app.connect("html-page-context", _colab_opens_the_chinese_notebook, priority=510)
+    app.connect("html-page-context", _colab_opens_the_editions_notebook, priority=510)
+    app.connect("build-finished", _download_serves_the_colab_notebook)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

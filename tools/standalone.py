@@ -18,6 +18,13 @@ of each chapter checks both properties:
    interface is the loopback the kernels talk over.
 
     python tools/standalone.py [NOTEBOOK.ipynb ...]   # default: book/chapters/*.ipynb
+
+With ``--run-all``, the notebooks (Colab notebooks, ``book/chapters/en/`` or ``zh/``) are run
+as Colab's "Run all" runs them, in the same empty folder, wheel and network namespace: top to
+bottom, the first error stops the run and fails it (no tag lets a cell raise), and nothing is
+compared.
+
+    python tools/standalone.py --run-all book/chapters/en/06_multihead_attention.ipynb ...
 """
 
 from __future__ import annotations
@@ -147,9 +154,26 @@ def isolated(command: list[str]) -> list[str]:
     return [*unshare, sys.executable, "-c", _LOOPBACK_UP, *command]
 
 
+# Colab's "Run all": every cell in order; the first error stops the run. nbclient's
+# force_raise_errors ignores the raises-exception tag, which Colab does not know.
+_RUN_ALL = """
+import sys, time
+import nbformat
+from nbclient import NotebookClient
+for name in sys.argv[1:]:
+    start = time.perf_counter()
+    notebook = nbformat.read(name, as_version=4)
+    NotebookClient(notebook, timeout=600, kernel_name="python3", force_raise_errors=True,
+                   resources={"metadata": {"path": "."}}).execute()
+    print(f"run all: {name}: every cell ran, none raised ({time.perf_counter() - start:.1f} s)", flush=True)
+"""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", type=Path)
+    parser.add_argument("--run-all", action="store_true",
+                        help="run the notebooks as Colab's Run all does; compare nothing")
     args = parser.parse_args(argv)
     notebooks = [p.resolve() for p in args.notebooks] or sorted(CHAPTERS.glob("*.ipynb"))
     if not notebooks:
@@ -165,7 +189,13 @@ def main(argv: list[str] | None = None) -> int:
         run = work / "notebooks"
         run.mkdir()
         write_probe(run)
-        solutions = sum(copy_with_solutions(notebook, run) for notebook in notebooks)
+        if args.run_all:  # each edition's notebook of a chapter has the chapter's name
+            names = [f"{notebook.parent.name}_{notebook.name}" for notebook in notebooks]
+            for notebook, name in zip(notebooks, names):
+                shutil.copy2(notebook, run / name)
+            solutions = 0
+        else:
+            solutions = sum(copy_with_solutions(notebook, run) for notebook in notebooks)
         print(f"standalone: wheel installed in {site}; running {len(notebooks)} notebooks "
               f"and {solutions} solutions in {run} without network ({time.perf_counter() - start:.1f} s to prepare)",
               flush=True)
@@ -178,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
             TRANSFORMERS_OFFLINE="1",
             PYDEVD_DISABLE_FILE_VALIDATION="1",
         )
-        command = [
+        command = [sys.executable, "-c", _RUN_ALL, *names] if args.run_all else [
             sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
             "--rootdir", str(run), "--nbval", "--nbval-current-env",
             "--nbval-sanitize-with", str(SANITIZE),

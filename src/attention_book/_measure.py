@@ -5,7 +5,7 @@
 __all__ = ['median_times', 'floor_forward', 'peak_memory', 'CountMatmuls']
 
 
-# %% book/chapters/06_multihead_attention.md, cell 72
+# %% book/chapters/06_multihead_attention.md, cell 73
 """What a computation costs: time, several functions side by side; peak memory, each case in
 a fresh process (added by the efficient-attention chapter).
 
@@ -22,16 +22,17 @@ from attention_book._checks import check_int
 
 def median_times(
     functions: dict[Hashable, Callable[[], object]], rounds: int = 5, *,
-    clock: Callable[[], float] = time.process_time,
+    clock: Callable[[], float] | None = None,
 ) -> dict[Hashable, float]:
     """Median seconds of each function of no argument, measured side by side.
 
     One warm-up call each, then ``rounds`` rounds in which every function runs once, the order
     rotated each round, so that a change in the machine's load hits all of them alike. The
     default clock is the CPU time of this process: with one thread, that is the work done,
-    little disturbed by other processes on a shared machine. Pass ``time.perf_counter`` for
-    wall-clock time (on a GPU, each call then includes waiting for its kernels, once this
-    process has used CUDA).
+    little disturbed by other processes on a shared machine. Once this process has used CUDA,
+    the default is wall-clock time, and each call is timed from an idle GPU until its kernels
+    have finished: PyTorch returns before a GPU kernel ends, and a GPU's work is not CPU time.
+    Any clock can be passed, such as ``time.perf_counter``.
 
     Raises:
         TypeError, ValueError: ``rounds`` is not an int >= 1.
@@ -40,21 +41,25 @@ def median_times(
     names = list(functions)
     if not names:
         return {}
+    gpu = torch.cuda.is_available() and torch.cuda.is_initialized()
+    read = clock or (time.perf_counter if gpu else time.process_time)
     times: dict[Hashable, list[float]] = {name: [] for name in names}
     for name in names:
         functions[name]()  # warm-up
     for round_index in range(rounds):
         shift = round_index % len(names)
         for name in names[shift:] + names[:shift]:
-            start = clock()
-            functions[name]()
-            if torch.cuda.is_available() and torch.cuda.is_initialized():
+            if gpu:
                 torch.cuda.synchronize()
-            times[name].append(clock() - start)
+            start = read()
+            functions[name]()
+            if gpu:
+                torch.cuda.synchronize()
+            times[name].append(read() - start)
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-# %% book/chapters/06_multihead_attention.md, cell 73
+# %% book/chapters/06_multihead_attention.md, cell 74
 import torch.nn.functional as F
 from torch import Tensor
 
