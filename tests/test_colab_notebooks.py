@@ -120,9 +120,9 @@ def test_each_caption_stands_right_after_its_figure(chapter, code, colab):
 def test_a_moving_figure_says_that_it_moves_on_the_web_page(chapter, code, colab):
     cells = _read(colab).cells
     for index, cell in enumerate(cells):
-        if cell.cell_type == "code" and colab_notebooks._is_moving_figure(cell):
-            assert cells[index + 1].id == f"{cell.id}-moves"
-            assert EDITIONS[code].url(chapter.relative_to(colab_notebooks.ROOT).with_suffix("").as_posix()) in cells[index + 1].source
+        if cell.cell_type == "code" and colab_notebooks._is_moving_figure(cell):  # said before it
+            assert cells[index - 1].id == f"{cell.id}-moves"
+            assert EDITIONS[code].url(chapter.relative_to(colab_notebooks.ROOT).with_suffix("").as_posix()) in cells[index - 1].source
 
 
 @pytest.mark.parametrize("chapter, code, colab", COLAB, ids=COLAB_IDS)
@@ -254,16 +254,16 @@ def test_colab_gets_plain_markdown_with_the_books_numbers():
 
 
 def test_the_english_notebook_is_written_as_the_english_page():
-    source = ("# Title\n\nSee {ref}`sec-y` and {eq}`eq-a`; Kim et al. {cite}`k2020` say so "
-              "(as a note {cite}`k2020`).\n\n```{note}\nA note.\n```\n\n"
+    source = ("# Title\n\nSee {ref}`sec-y` and {eq}`eq-a`; Kim et al. {cite}`k2020` say so. "
+              "Others agree (as a note {cite}`k2020`).\n\n```{note}\nA note.\n```\n\n"
               "```{exercise} Try\n:label: ex-z\n\nDo it.\n```\n")
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_markdown_cell(source)]
     result = colab_notebooks.for_colab(notebook, "q", _book("en"), EDITIONS["en"])
     text, site = result.cells[0].source, EDITIONS["en"].site
     assert text.startswith("# Title\n\n> This notebook")
-    assert f"See [Some section]({site}p.html#sec-y) and [(12)]({site}p.html#equation-eq-a);" in text
-    assert "Kim et al. (2020) say so (as a note, Kim et al., 2020)." in text
+    assert f"See [Some section]({site}p.html#sec-y) and [eq. (12)]({site}p.html#equation-eq-a);" in text
+    assert "Kim et al. (2020) say so. Others agree (as a note, Kim et al., 2020)." in text
     assert "> **Note**\n>\n> A note." in text and "**Exercise 7**: Try\n\nDo it." in text
     assert result.cells[-1].source == "## References\n\n- Kim, A. A paper. 2020."
 
@@ -273,6 +273,9 @@ def test_the_english_notebook_is_written_as_the_english_page():
     ("layer norm (a gloss) {cite}`k2020` does.", "layer norm (a gloss; Kim et al., 2020) does."),
     ("see [a page](https://x.org/a) {cite}`k2020`.", "see [a page](https://x.org/a) (Kim et al., 2020)."),
     ("Kim and Lee {cite}`k2020`.", "Kim and Lee (2020)."),
+    ("Kim's attention {cite}`k2020` works.", "Kim's attention (2020) works."),
+    ("(a long aside {cite}`k2020` goes on.)", "(a long aside (Kim et al., 2020) goes on.)"),
+    ("Others. Then it {cite}`k2020`.", "Others. Then it (Kim et al., 2020)."),
 ])
 def test_a_citation_is_written_for_where_it_stands(text, expected):
     notebook = nbformat.v4.new_notebook()

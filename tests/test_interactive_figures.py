@@ -112,6 +112,31 @@ def test_every_control_moves_the_figure_and_it_draws_the_chapters_numbers(browse
     assert not _console_errors(browser), page
 
 
+_CONTRAST = """
+const channel = c => { const s = c / 255; return s <= 0.04045 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4; };
+const luminance = colour => { const [r, g, b] = colour.match(/[\\d.]+/g).slice(0, 3).map(Number).map(channel);
+                              return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+return Array.from(document.querySelectorAll('.ab-figure text.ab-cell-text')).map(text => {
+  const cell = text.parentElement.querySelectorAll('rect.ab-cell')[
+    Array.from(text.parentElement.querySelectorAll('text.ab-cell-text')).indexOf(text)];
+  const [a, b] = [luminance(getComputedStyle(text).fill), luminance(getComputedStyle(cell).fill)];
+  return [text.textContent, (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)];
+});
+"""
+
+
+@pytest.mark.parametrize("mode", ["light", "dark"])
+@pytest.mark.parametrize("page", PAGES)
+def test_every_number_drawn_on_a_heatmap_cell_contrasts_at_least_4_5_to_1(browser, site, page, mode):
+    """In both colour modes (the theme's data-mode), every number on a cell, at the default state."""
+    _open(browser, f"{site}/{page}.html")
+    browser.execute_script("document.documentElement.dataset.mode = arguments[0];"
+                           "document.documentElement.dataset.theme = arguments[0];", mode)
+    ratios = browser.execute_script(_CONTRAST)
+    low = [(text, round(ratio, 2)) for text, ratio in ratios if ratio < 4.5]
+    assert not low, f"{page} ({mode}): {len(low)} of {len(ratios)} numbers under 4.5:1, e.g. {low[:5]}"
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_the_chinese_edition_labels_the_controls_in_chinese(browser, site, page):
     _open(browser, f"{site}/zh/{page}.html")

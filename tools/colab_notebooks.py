@@ -203,10 +203,10 @@ def _editions() -> dict[str, Edition]:
                   "the figures that move can be moved on the web page only; each exercise's "
                   "solution is in a folded block."),
             box="Note", figure="Fig. {n}", exercise="Exercise {n}",
-            solution="Solution to Exercise {n}", equation="({n})", page="{title}",
+            solution="Solution to Exercise {n}", equation="eq. ({n})", page="{title}",
             section="{title}",
-            moving=("> This figure moves on the chapter's [web page]({url}): there its controls "
-                    "redraw it. Colab does not draw it; the still image below is its first state."),
+            moving=("> The next figure moves on the chapter's [web page]({url}): there its controls "
+                    "redraw it. Colab does not draw it; the still image after it is its first state."),
             references="References", cite_sep="; ", cite_open="(", cite_close=")", aside=", "),
         "zh": Edition(
             "zh", site + "zh/",
@@ -215,8 +215,8 @@ def _editions() -> dict[str, Edition]:
                   "练习的参考答案收在下拉块里。"),
             box="注意", figure="图 {n}", exercise="练习 {n}", solution="练习 {n} 的参考答案",
             equation="式 ({n})", page="《{title}》", section="“{title}”一节",
-            moving=("> 这幅图可以在本章的[网页]({url})中拖动操作，控件会重新绘制它。Colab 不绘制它；"
-                    "下面的静态图是它的初始状态。"),
+            moving=("> 下一幅图可以在本章的[网页]({url})中操作，控件会重新绘制它。Colab 不绘制它；"
+                    "它后面的静态图是它的初始状态。"),
             references="参考文献", cite_sep="；", cite_open="（", cite_close="）", aside="，"),
     }
 
@@ -280,7 +280,12 @@ def _bibliography(bib: Path) -> dict[str, str]:
     entries = parse_file(str(bib), bib_format="bibtex").entries
     style = find_plugin("pybtex.style.formatting", "alpha")()
     backend = find_plugin("pybtex.backends", "markdown")()
-    return {entry.key: " ".join(entry.text.render(backend).split())
+    def plain(text: str) -> str:  # \url{x}, which pybtex leaves as text: a link, as on the page
+        text = " ".join(text.split())
+        return re.sub(r"\\\\url (\S+?)(?=,? |,?$|\\\.$)",
+                      lambda m: "<" + re.sub(r"\\(.)", r"\1", m[1]) + ">", text)
+
+    return {entry.key: plain(entry.text.render(backend))
             for entry in style.format_entries(entries.values())}
 
 
@@ -378,11 +383,13 @@ def _place_citations(text: str, book: Book, edition: Edition, cited: list[str]) 
         cited += [key for key in keys if key not in cited]
         before, after = text[:match.start()], text[match.end():]
         first = book.first_authors.get(keys[0])
-        named = (len(keys) == 1 and first and keys[0] in book.years and re.search(
-            rf"{re.escape(first)}(?:\s+et al\.|\s*等人?|\s+and\s+\S+|\s*和\s*\S+)?\s*$", before))
+        sentence = re.split(r"(?:(?<!\bal)(?<!e\.g)(?<!i\.e)[.!?]\s|[:;]\s|[。！？：；]|\n\n)",
+                            before)[-1]  # the sentence so far ("et al." ends none)
+        named = len(keys) == 1 and first and keys[0] in book.years and re.search(
+            rf"(?<![\w-]){re.escape(first)}(?![\w-])", sentence)
         words = (book.years[keys[0]] if named else
                  edition.cite_sep.join(book.citations[key] for key in keys))
-        if _depth(before) > 0:
+        if _depth(before) > 0 and re.match(r"[ \t]*[)）,;，；]", after):
             text = before.rstrip() + edition.aside + words + after
             continue
         if edition.code == "zh":
@@ -410,6 +417,7 @@ def _roles(text: str, book: Book, page: str, edition: Edition, cited: list[str])
     text = _place_citations(text, book, edition, cited)
     if edition.code == "zh":
         text = re.sub(rf"）[ \t]+(?=[{_CJK}])", "）", text)
+        text = re.sub(rf"(\]\([^)\s]*\)[》”]?)[ \t]+(?=[{_CJK}])", r"\1", text)  # after a link
         text = re.sub(r"式\s*(\[?)式 \(", r"\1式 (", text)  # “式 {eq}`x`” in a translation
         # no space between a Chinese word and 式 (n): 把式 (11) 代入式 (10)
         text = re.sub(rf"(?<=[{_CJK}])[ \t]+(?=\[?式 \()", "", text)
@@ -497,12 +505,12 @@ def for_colab(notebook, page: str, book: Book, edition: Edition | None = None):
     cited: list[str] = []
     cells, first = [], True
     for cell in notebook.cells:
+        if cell.cell_type == "code" and _is_moving_figure(cell):  # said before Colab shows nothing
+            moves = nbformat.v4.new_markdown_cell(edition.moving.format(url=edition.url(page)))
+            moves.id = f"{cell.id}-moves"
+            cells.append(moves)
         cells.append(cell)
         if cell.cell_type == "code":
-            if _is_moving_figure(cell):
-                moves = nbformat.v4.new_markdown_cell(edition.moving.format(url=edition.url(page)))
-                moves.id = f"{cell.id}-moves"
-                cells.append(moves)
             shown = cell.metadata.get("mystnb", {}).get("figure")
             if shown and shown.get("caption"):
                 words = " ".join(shown["caption"].split())

@@ -55,8 +55,15 @@
     const i = Math.min(Math.floor(x), VIRIDIS.length - 2);
     const f = x - i;
     const rgb = VIRIDIS[i].map((c, k) => Math.round(c + f * (VIRIDIS[i + 1][k] - c)));
-    return { fill: `rgb(${rgb.join(",")})`, dark: 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2] < 128 };
+    return { fill: `rgb(${rgb.join(",")})`, dark: whiteContrasts(rgb) };
   }
+  // WCAG 2.1's relative luminance and contrast ratio: a number on a cell is drawn in white or
+  // black, whichever contrasts more with the cell (at least 4.6:1 over the whole colour map).
+  function luminance(rgb) {
+    const [r, g, b] = rgb.map((c) => { const s = c / 255; return s <= 0.04045 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  }
+  const whiteContrasts = (rgb) => 1.05 / (luminance(rgb) + 0.05) > (luminance(rgb) + 0.05) / 0.05;
   const shown = (v) => (typeof v === "number" ? (Math.abs(v) < 0.005 && v !== 0 ? v.toExponential(0) : v.toFixed(2)) : String(v));
 
   function bars(panel, data, parent) {
@@ -109,7 +116,7 @@
                                        fill, class: "ab-cell", "data-value": finite ? v : String(v) }, group);
         element("title", {}, rect).textContent = `${panel.rows[i]} → ${panel.cols[j]}: ${shown(v)}`;
         if (cell >= 26) element("text", { x: left + (j + 0.5) * cell, y: top + (i + 0.62) * cell,
-                                          class: "ab-cell-text", fill: dark ? "#fff" : "#000" }, group).textContent = shown(v);
+                                          class: `ab-cell-text ${dark ? "ab-on-dark" : "ab-on-light"}` }, group).textContent = shown(v);
       });
     });
     element("text", { x: left + cols * cell / 2, y: height - 6, class: "ab-axis-label" }, svg).textContent = say(panel.col_label);
