@@ -13,7 +13,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 .PHONY: book test install tangle tangle-check notebooks notebooks-colab notebooks-check typecheck dist \
 	unit nbval colab-run \
 	nbval-generic nbval-avx2 build \
-	test-browser chromium clean bench translations translations-check lint-workflows \
+	test-browser chromium axe clean bench translations translations-check lint-workflows \
 	pdf test-pdf texlive
 
 book: install build
@@ -129,9 +129,24 @@ lint-workflows: install
 # served on localhost: console, MathJax, images, search (掩码 in Chinese), Colab buttons, the
 # links between the editions, a CJK font, dark mode, print. Saves screenshots to
 # _build/screenshots/.
-test-browser: install chromium build
+test-browser: install chromium axe build
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_main_line.py tests/test_browser.py \
-		tests/test_interactive_figures.py
+		tests/test_interactive_figures.py tests/test_accessibility.py
+
+# axe-core, the accessibility checker that tests/test_accessibility.py injects into the built
+# pages (WCAG 2.1 A and AA, and best practices): from the npm registry, at the version that
+# tools/axe/package-lock.json pins, once; the tests then run offline.
+AXE := tools/axe/node_modules/axe-core/axe.min.js
+axe: $(AXE)
+$(AXE): tools/axe/package.json tools/axe/package-lock.json
+	@command -v npm >/dev/null || { \
+		if [ "$$(id -u)" != 0 ]; then \
+			echo "The accessibility check needs npm; install it as root: sudo apt-get install -y nodejs npm" >&2; \
+			exit 1; \
+		fi; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y nodejs npm; }
+	npm ci --prefix tools/axe --no-audit --no-fund
+	touch $(AXE)
 
 # Debian's chromium, chromium-driver and a CJK font (the Chinese edition, and the Chinese terms
 # of the English one): installed with apt-get when missing and make runs as root (as in CI);

@@ -43,6 +43,8 @@ from sphinx.transforms import SphinxTransform
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.i18n import docname_to_domain
 
+from book_a11y import accessible_names  # tools/book_a11y.py: every page, both editions
+
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATIC = Path(__file__).resolve().parent / "static"  # book_i18n.css
 TRANSLATION_FOLDER = "zh"  # the Chinese edition inside the English one
@@ -319,7 +321,9 @@ def _edition_link(app, pagename, templatename, context, doctree) -> None:
     context["book_edition_link"] = link
     context["book_pdf_links"] = pdf_links(pagename, app.config.language)
     # templates/layout.html passes each page through it
-    context["book_fixed_labels"] = translate_fixed_labels if is_translation(app.config.language) else str
+    translated = is_translation(app.config.language)
+    context["book_fixed_labels"] = (lambda html: translate_fixed_labels(accessible_names(html))) if translated \
+        else accessible_names
 
 
 def _edition(language: str | None) -> str:

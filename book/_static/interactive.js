@@ -68,8 +68,11 @@
 
   function bars(panel, data, parent) {
     const n = panel.labels.length, width = Math.max(320, 46 * n), height = 210;
+    // Its text alternative: what is drawn, value by value ("weight: cat 0.50, dog 0.25, ...").
+    const described = data.values.map((values, s) => (panel.series ? `${say(panel.series[s])}: ` : "") +
+      values.map((v, i) => `${panel.labels[i]} ${shown(v)}`).join(", ")).join("; ");
     const svg = element("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", class: "ab-panel ab-bars",
-                                 "aria-label": say(panel.y_label || "") }, parent);
+                                 "aria-label": `${say(panel.y_label || "")}: ${described}` }, parent);
     const top = 18, bottom = height - 42, left = 34, slot = (width - left - 6) / n;
     const max = panel.y_max || Math.max(1e-12, ...data.values.flat().filter(Number.isFinite));
     element("line", { x1: left, y1: bottom, x2: width - 4, y2: bottom, class: "ab-axis" }, svg);
@@ -98,7 +101,8 @@
   function heatmap(panel, data, parent) {
     const rows = panel.rows.length, cols = panel.cols.length, cell = Math.min(46, 420 / Math.max(cols, 1));
     const left = 78, top = 60, width = left + cols * cell + 8, height = top + rows * cell + 26;
-    const svg = element("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", class: "ab-panel ab-heatmap",
+    // A group of rows, each a picture named by its numbers: a reader tabs from row to row.
+    const svg = element("svg", { viewBox: `0 0 ${width} ${height}`, role: "group", class: "ab-panel ab-heatmap",
                                  "aria-label": `${say(panel.row_label)} × ${say(panel.col_label)}` }, parent);
     const lo = panel.vmin ?? 0, hi = panel.vmax ?? 1;
     panel.cols.forEach((label, j) => {
@@ -107,7 +111,10 @@
       t.textContent = label;
     });
     data.matrix.forEach((row, i) => {
-      const group = element("g", { class: "ab-row", tabindex: 0, "data-row": i }, svg);
+      const named = `${say(panel.row_label)} ${panel.rows[i]}: ` +
+        row.map((v, j) => `${panel.cols[j]} ${shown(v)}`).join(", ");
+      const group = element("g", { class: "ab-row", tabindex: 0, "data-row": i, role: "img",
+                                   "aria-label": named }, svg);
       element("text", { x: left - 6, y: top + (i + 0.6) * cell, class: "ab-tick ab-end" }, group).textContent = panel.rows[i];
       row.forEach((v, j) => {
         const finite = typeof v === "number";
@@ -142,14 +149,26 @@
     while (next && !next.classList.contains("cell")) next = next.nextElementSibling;
     const still = cell.querySelector(".cell_output img") || (next && next.querySelector(".cell_output img"));
     const figure = element("div", { class: "ab-figure", role: "group" }, null, false);
+    // Named by the caption of the figure it replaces, when there is one.
+    const caption = still && still.closest("figure") && still.closest("figure").querySelector("figcaption");
+    if (caption) {
+      caption.id = caption.id || `ab-caption-${Math.random().toString(36).slice(2)}`;
+      figure.setAttribute("aria-labelledby", caption.id);
+    } else {
+      figure.setAttribute("aria-label", say(spec.controls.map((control) => control.label).join(", ")));
+    }
     const controls = element("div", { class: "ab-controls" }, figure, false);
-    const canvas = element("div", { class: "ab-canvas", "aria-live": "polite" }, figure, false);
+    const canvas = element("div", { class: "ab-canvas" }, figure, false);
+    // What a screen reader hears when a control moves: the state in a few words, not the drawing.
+    const status = element("p", { class: "ab-status", "aria-live": "polite" }, figure, false);
     const state = [...spec.default];
     const draw = () => {
       canvas.replaceChildren();
       const frame = spec.frames[state.join(",")];
       spec.panels.forEach((panel, k) => DRAW[panel.kind](panel, frame[k], canvas));
       figure.dataset.state = state.join(",");
+      status.textContent = spec.controls.map((control, c) =>
+        `${say(control.label)}: ${say(String(control.options[state[c]]))}`).join("; ");
     };
     spec.controls.forEach((control, c) => {
       const id = `ab-${Math.random().toString(36).slice(2)}`;
@@ -160,7 +179,10 @@
         input = element("input", { id, type: "range", min: 0, max: control.options.length - 1, step: 1,
                                    value: state[c], "data-control": control.name }, controls, false);
         const out = element("output", { for: id }, controls, false);
-        const show = () => { out.textContent = String(control.options[state[c]]); };
+        const show = () => {  // the value, not the slider's position, is what a reader hears
+          out.textContent = String(control.options[state[c]]);
+          input.setAttribute("aria-valuetext", out.textContent);
+        };
         input.addEventListener("input", () => { state[c] = Number(input.value); show(); draw(); });
         show();
       } else {
