@@ -72,11 +72,11 @@ dist: install
 	$(BIN)/python -m build --no-isolation --outdir dist .
 	$(BIN)/python -m twine check --strict dist/*
 
-# tests/test_browser.py, tests/test_main_line.py and tests/test_interactive_figures.py need the
-# built book: `make test-browser` runs them after `build`.
+# tests/test_browser.py, tests/test_main_line.py, tests/test_interactive_figures.py and
+# tests/test_accessibility.py need the built book: `make test-browser` runs them after `build`.
 unit: install
 	$(BIN)/python -m pytest -q tests --ignore=tests/test_browser.py --ignore=tests/test_main_line.py \
-		--ignore=tests/test_interactive_figures.py
+		--ignore=tests/test_interactive_figures.py --ignore=tests/test_accessibility.py
 
 # Every chapter as in Colab: each .ipynb copied alone into an empty folder, the package
 # installed from a freshly built wheel (not the editable install), no network (unshare -n);
