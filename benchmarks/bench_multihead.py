@@ -73,6 +73,10 @@ def make_runner(name: str):
     module = MultiHeadAttention(D_MODEL, HEADS).eval()
     if name == "floor":
         return lambda x: floor_forward(module, x)
+    if name == "floor, causal":
+        return lambda x: floor_forward(module, x, is_causal=True)
+    if name == "fused, causal":
+        return lambda x: module(x, is_causal=True)
     need_weights = name == "teaching"
     return lambda x: module(x, need_weights=need_weights)
 
@@ -106,10 +110,10 @@ def median_seconds(length: int, rounds: int) -> dict[str, dict[str, float]]:
         return {clock: median_times(calls, rounds, clock=read) for clock, read in CLOCKS.items()}
 
 
-def peak_mib(length: int, threads: int) -> dict[str, float]:
+def peak_mib(length: int, threads: int, names=tuple(IMPLEMENTATIONS)) -> dict[str, float]:
     """{implementation: peak memory growth (MiB) of one forward call}, each in its own process."""
     folder = str(Path(__file__).resolve().parent)
-    cases = {name: MEMORY_CASE.format(folder=folder, name=name, length=length) for name in IMPLEMENTATIONS}
+    cases = {name: MEMORY_CASE.format(folder=folder, name=name, length=length) for name in names}
     return {name: mib for name, (mib, _) in peak_memory(cases, threads=threads).items()}
 
 
@@ -153,6 +157,12 @@ def main() -> int:
     ] + [
         ("fused peak memory <= 1.5 x floor", memory["fused"] <= 1.5 * max(memory["floor"], 1.0)),
     ]
+    # is_causal=True against the causal floor (four nn.Linear around the causal fused kernel)
+    causal = peak_mib(longest, args.threads, ("floor, causal", "fused, causal"))
+    causal_ratio = causal["fused, causal"] / max(causal["floor, causal"], 1.0)
+    print(f"T={longest}, is_causal=True: peak {causal['fused, causal']:.1f} MiB, causal floor "
+          f"{causal['floor, causal']:.1f} MiB: {causal_ratio:.2f} x")
+    checks.append(("is_causal=True peak memory <= 1.2 x causal floor", causal_ratio <= 1.2))
     report(checks, heading=f"targets at T={longest}", width=40)
     teaching_bytes = N * HEADS * longest * longest * 4
     print(f"the teaching path's (N, h, T, T) float32 weights alone: {teaching_bytes / 2**20:.0f} MiB")

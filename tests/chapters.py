@@ -20,3 +20,12 @@ def label(path: Path) -> str | None:
 def ids(paths: list[Path]) -> list[str]:
     """Test ids: the file names without their suffix."""
     return [path.stem for path in paths]
+
+
+def header_links(page: Path, selector: str) -> list | None:
+    """The links of a built page's article header that match ``selector`` (CSS), or None for a
+    file that is no page (the index.html that redirects)."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+    return None if soup.find("html") is None else soup.select(f".bd-header-article {selector}")

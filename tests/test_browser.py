@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 from bs4 import BeautifulSoup
+from chapters import header_links
 
 ROOT = Path(__file__).resolve().parent.parent
 # The build folder may be moved (`jupyter-book build --path-output DIR` builds DIR/_build).
@@ -134,10 +135,9 @@ def test_every_page_links_to_itself_in_the_other_edition(edition):
     other = "zh" if edition == "en" else "en"
     checked = 0
     for path in _site_pages(edition):
-        soup = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
-        if soup.find("html") is None:  # the redirect index.html
+        links = header_links(path, "a.book-edition-link[href]")
+        if links is None:  # the redirect index.html
             continue
-        links = soup.select(".bd-header-article a.book-edition-link[href]")
         page = path.relative_to(HTML / EDITIONS[edition])
         assert len(links) == 1, f"{page}: expected one link to the other edition, found {links}"
         href = links[0]["href"]
@@ -635,3 +635,12 @@ def test_print_keeps_figures_whole(browser, site):
         assert style["maxWidth"] == "100%", style
         assert style["breakInside"] == "avoid", style
         assert style["left"] >= 0 and style["right"] <= style["width"] + 1, f"figure cut: {style}"
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_the_api_page_names_the_version_it_documents(edition):
+    import attention_book
+
+    text = _soup("book/api", edition).get_text(" ")
+    assert re.search(rf"(?:version {re.escape(attention_book.__version__)}\b|{re.escape(attention_book.__version__)} 版)",
+                     text), f"the API page does not name version {attention_book.__version__}"

@@ -176,7 +176,8 @@ def test_fully_masked_query_gives_bias_not_nan(dtype, need_weights, device):
 QUERY_2_SEES_NOTHING = torch.ones(5, 5, dtype=torch.bool).index_fill(0, torch.tensor([2]), 0)  # (T_q, T_k)
 NO_KEY = {  # masks that leave some queries no key at all, and which outputs those are
     "query 2 of every sequence": (dict(mask=QUERY_2_SEES_NOTHING), (slice(None), 2)),
-    "sequence 1 all padding": (dict(attention_mask=padding_mask([5, 0], 5)), (1, slice(None))),
+    # a sequence of padding only, as a 4-D mask (attention_mask refuses it: tests/test_conventions.py)
+    "sequence 1 all padding": (dict(mask=padding_mask([5, 0], 5)[:, None, None, :]), (1, slice(None))),
 }
 
 
@@ -823,7 +824,8 @@ def test_property_against_float64(N, T_q, T_k, h, d_k, dtype, need_weights, caus
     module = MultiHeadAttention(h * d_k, h).to(dtype).eval()
     query = torch.randn(N, T_q, h * d_k, generator=g).to(dtype)   # (N, T_q, d_model)
     memory = torch.randn(N, T_k, h * d_k, generator=g).to(dtype)  # (N, T_k, d_model)
-    keep = torch.rand(N, T_k, generator=g) < 0.7                  # (N, T_k): may remove every key
+    keep = torch.rand(N, T_k, generator=g) < 0.7                  # (N, T_k)
+    keep[~keep.any(dim=-1), -1] = True  # a real token in every sequence (no real token is refused)
     allowed = keep[:, None, :] & (torch.ones(T_q, T_k, dtype=torch.bool).tril() if causal else True)
     got, _ = module(query, memory, attention_mask=keep, is_causal=causal, need_weights=need_weights)
     expected = float64_reference(module, query, memory, memory, allowed)  # (N, T_q, d_model)

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 from bs4 import BeautifulSoup
+from chapters import header_links
 
 if os.environ.get("ATTENTION_BOOK_TEST_PDF") != "1":
     pytest.skip("checks the built PDFs: run by `make test-pdf`", allow_module_level=True)
@@ -122,10 +123,9 @@ def test_every_html_page_links_both_pdfs(edition):
     page's language."""
     checked = 0
     for path in _site_pages(edition):
-        soup = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
-        if soup.find("html") is None:  # the redirect index.html
+        links = header_links(path, "a.book-pdf-link[href]")
+        if links is None:  # the redirect index.html
             continue
-        links = soup.select(".bd-header-article a.book-pdf-link[href]")
         page = path.relative_to(HTML)
         targets = {(path.parent / link["href"]).resolve() for link in links}
         assert targets == {_pdf(other).resolve() for other in EDITIONS}, f"{page}: {links}"

@@ -19,7 +19,7 @@ def _blocks(language: str) -> list[str]:
 
 
 def test_the_usage_example_runs_and_computes_attention():
-    (example,) = _blocks("python")
+    example = _blocks("python")[0]
     assert len([line for line in example.splitlines() if line.strip()]) <= 5
     namespace, printed = {}, io.StringIO()
     with contextlib.redirect_stdout(printed):
@@ -46,3 +46,18 @@ def test_every_make_command_the_docs_name_is_a_target(page):
 def test_the_linked_files_exist():
     for link in re.findall(r"\]\(([^)#:]+)\)", README):
         assert (ROOT / link).exists(), link
+
+
+def test_the_offline_recipe_loads_smollm2_on_the_books_decoder(monkeypatch):
+    """The README's second example, as printed: the shipped GGUF file, no model hub."""
+    from attention_book import LlamaDecoder
+
+    recipe = _blocks("python")[1]
+    assert "gguf_file=gguf" in recipe and "HF_HUB_OFFLINE=1" in README
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    namespace, printed = {}, io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(recipe, "README.md", "exec"), namespace)
+    assert isinstance(namespace["model"], LlamaDecoder)
+    assert printed.getvalue().startswith("The capital of France is")
+    assert len(printed.getvalue().split()) > 5  # and something after it

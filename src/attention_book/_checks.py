@@ -108,7 +108,9 @@ def check_mask(mask: object, scores_shape: tuple[int, ...]) -> None:
 def check_real_tokens(name: str, mask: object, shape_name: str, shape: tuple[int, int]) -> Tensor:
     """A padding mask as transformers' ``attention_mask``: bool or 0/1, True or 1 = real token.
 
-    Returns it as a bool tensor of ``shape``, True = real token, False = padding.
+    Returns it as a bool tensor of ``shape``, True = real token, False = padding. A row with
+    no real token is refused: a sequence of padding only is most often an inverted mask
+    (PyTorch's ``key_padding_mask`` means True = padding).
     """
     if not isinstance(mask, Tensor) or mask.is_floating_point() or mask.is_complex():
         got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
@@ -121,6 +123,12 @@ def check_real_tokens(name: str, mask: object, shape_name: str, shape: tuple[int
     if mask.dtype != torch.bool and ((mask != 0) & (mask != 1)).any():
         values = mask.unique().tolist()
         raise ValueError(f"{name} must hold only 0 and 1 (1 = real token), got values {values}")
+    empty = (~mask.bool()).all(dim=-1).nonzero().flatten().tolist() if shape[-1] else []
+    if empty:
+        raise ValueError(
+            f"{name}: row {empty[0]} has no real token (all 0 or False); True or 1 marks a real "
+            f"token, as in transformers (PyTorch's key_padding_mask means the opposite)"
+        )
     return mask.bool()
 
 

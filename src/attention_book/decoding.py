@@ -26,8 +26,10 @@ class KVCache:
     ``None``; ``next_position``: the next token's position (``len(cache)`` here).
 
     A cache belongs to the first ``CausalSelfAttention`` that uses it; another layer
-    given it raises ``ValueError``. For inference only: keys and values that require
-    gradients are refused in grad mode (decode under ``torch.no_grad()``).
+    given it raises ``ValueError``. It continues the text it holds: for a new prompt,
+    ``reset()`` it (or make a new one), as transformers' caches are reset. For inference
+    only: keys and values that require gradients are refused in grad mode (decode under
+    ``torch.no_grad()``).
     """
 
     def __init__(self) -> None:
@@ -46,7 +48,14 @@ class KVCache:
 
     @property
     def capacity(self) -> int:
+        """Positions the buffer holds before it doubles (0 before the first append)."""
         return 0 if self._keys is None else self._keys.shape[2]
+
+    def reset(self) -> None:
+        """Empty the cache for a new text (no position, no buffer; the same layer)."""
+        self._keys = self._values = None
+        self._length = 0
+        self._padded = False
 
     @property
     def keys(self) -> Tensor | None:  # (N, h_kv, T, d_k)
@@ -157,6 +166,7 @@ class CausalSelfAttention(nn.Module):
             ValueError: ``cache`` belongs to another layer (the first that used it).
             ValueError: ``cache`` holds another batch size, shape of keys, or device.
             ValueError: ``attention_mask`` is not ``(N, T_cached + T)`` of 0s and 1s.
+            ValueError: a row of ``attention_mask`` has no real token.
             ValueError: ``attention_mask`` is missing, and ``cache`` was filled with one.
             RuntimeError: ``cache`` is given in grad mode, and the keys need gradients.
         """

@@ -6,6 +6,8 @@ __all__ = ['LlamaDecoder', 'generate', 'filter_logits']
 
 
 # %% book/chapters/11_a_real_model.md, cell 8
+from collections.abc import Sequence
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -79,6 +81,8 @@ class LlamaDecoder(nn.Module):
         rope_base: the base of the rotary positions (``rope_theta``).
         eps: added to the mean square in each RMSNorm.
         tie_embeddings: whether the LM head shares the embedding's matrix.
+        max_position_embeddings: the context length the model was trained for, or None;
+            ``generate`` warns past it, as transformers' does (``from_hf`` copies it).
 
     Raises:
         TypeError: a size is not an int, or ``rope_base`` or ``eps`` not a real number.
@@ -89,12 +93,15 @@ class LlamaDecoder(nn.Module):
 
     def __init__(self, vocab_size: int, d_model: int, num_layers: int, num_heads: int, d_ff: int,
                  *, num_kv_heads: int | None = None, rope_base: float = 10000.0,
-                 eps: float = 1e-5, tie_embeddings: bool = False):
+                 eps: float = 1e-5, tie_embeddings: bool = False,
+                 max_position_embeddings: int | None = None):
         super().__init__()
         sizes = _check_sizes(vocab_size, d_model, num_layers, d_ff, eps, tie_embeddings)
         self.vocab_size, self.d_model, self.eps = sizes
+        self.max_position_embeddings = (None if max_position_embeddings is None else
+                                        check_int("max_position_embeddings", max_position_embeddings))
         self.embed_tokens = nn.Embedding(vocab_size, d_model)
-        self.layers = nn.ModuleList(
+        self.layers = _Layers(
             _Block(d_model, num_heads, num_heads if num_kv_heads is None else num_kv_heads, d_ff,
                    rope_base, self.eps)
             for _ in range(num_layers))
@@ -106,7 +113,7 @@ class LlamaDecoder(nn.Module):
         if tie_embeddings:
             self.lm_head.weight = self.embed_tokens.weight  # one matrix, read both ways
 
-    def forward(self, input_ids: Tensor, *, caches: list[KVCache] | None = None,
+    def forward(self, input_ids: Tensor, *, caches: Sequence[KVCache] | None = None,
                 attention_mask: Tensor | None = None) -> Tensor:
         """The logits ``(N, T, vocab_size)`` of the next token after each of ``input_ids`` ``(N, T)``.
 
@@ -114,16 +121,16 @@ class LlamaDecoder(nn.Module):
         ``attention_mask`` ``(N, T_cached + T)``, True or 1 = real token, pads on the left.
 
         Raises:
-            TypeError: ``input_ids`` is not an integer tensor.
-            TypeError: ``caches`` is not a list of ``KVCache``.
+            TypeError: ``input_ids`` is not an int64 or int32 tensor.
+            TypeError: ``caches`` is not a list or tuple of ``KVCache``.
             ValueError: ``input_ids`` is not ``(N, T)``, or holds an id outside the vocabulary.
-            ValueError: ``caches`` does not hold one cache per layer.
+            ValueError: ``caches`` does not hold one cache per layer, all of one length.
             TypeError, ValueError: ``attention_mask`` as ``CausalSelfAttention`` checks it.
         """
         # (N, T, vocab_size)
         return self.lm_head(self._hidden(input_ids, caches, attention_mask))
 
-    def _hidden(self, input_ids: Tensor, caches: list[KVCache] | None,
+    def _hidden(self, input_ids: Tensor, caches: Sequence[KVCache] | None,
                 attention_mask: Tensor | None) -> Tensor:
         """The last layer's normalised output ``(N, T, d_model)``: what the LM head reads."""
         per_layer, real = _check_forward(self, input_ids, caches, attention_mask)
@@ -148,7 +155,8 @@ class LlamaDecoder(nn.Module):
                    config.num_attention_heads, config.intermediate_size,
                    num_kv_heads=config.num_key_value_heads,
                    rope_base=config.rope_parameters["rope_theta"], eps=config.rms_norm_eps,
-                   tie_embeddings=config.tie_word_embeddings)
+                   tie_embeddings=config.tie_word_embeddings,
+                   max_position_embeddings=getattr(config, "max_position_embeddings", None))
         weights = {name.removeprefix("model."): w for name, w in model.state_dict().items()}
         # tied, stored once
         weights.setdefault("lm_head.weight", weights["embed_tokens.weight"])
@@ -159,7 +167,7 @@ class LlamaDecoder(nn.Module):
 
 # %% book/chapters/11_a_real_model.md, cell 14
 def generate(model: LlamaDecoder, input_ids: Tensor, *, max_new_tokens: int,
-             attention_mask: Tensor | None = None, eos_token_id: int | None = None,
+             attention_mask: Tensor | None = None, eos_token_id: int | Sequence[int] | None = None,
              pad_token_id: int | None = None, do_sample: bool = False, temperature: float = 1.0,
              top_k: int | None = None, top_p: float | None = None, min_p: float | None = None,
              generator: torch.Generator | None = None) -> Tensor:
@@ -169,12 +177,15 @@ def generate(model: LlamaDecoder, input_ids: Tensor, *, max_new_tokens: int,
     with one ``KVCache`` per layer. Greedy (the most probable token) unless ``do_sample``; then
     each token is drawn from the softmax of ``filter_logits(logits, temperature=..., top_k=...,
     top_p=..., min_p=...)`` with ``torch.multinomial`` and ``generator`` (PyTorch's global one
-    when None), so a seeded generator repeats a run. A sequence that produces ``eos_token_id``
-    is finished: it gets ``pad_token_id`` (default ``eos_token_id``) from then on, and the loop
-    stops when every sequence is finished. ``attention_mask`` ``(N, T)``, bool or 0/1, True or
-    1 = real token, is what a tokenizer returns for prompts padded on the left. Unlike
-    transformers' ``generate``, which keeps the 50 most probable tokens when sampling without
-    ``top_k``, ``top_k=None`` cuts nothing: pass ``top_k=50`` for its tokens.
+    when None), so a seeded generator repeats a run. A sequence that produces an
+    ``eos_token_id`` (one id, or a list, as chat models have) is finished: it gets
+    ``pad_token_id`` (default the first end id) from then on, and the loop stops when every
+    sequence is finished. ``attention_mask`` ``(N, T)``, bool or 0/1, True or 1 = real token,
+    is what a tokenizer returns for prompts padded on the left. As transformers' does, it warns
+    when a sampling setting is given without ``do_sample`` (the setting is still checked), and
+    when the text would pass the model's ``max_position_embeddings``. Unlike transformers'
+    ``generate``, which keeps the 50 most probable tokens when sampling without ``top_k``,
+    ``top_k=None`` cuts nothing: pass ``top_k=50`` for its tokens.
 
     Returns:
         ``(N, T + n)`` token ids, the prompts then the ``n <= max_new_tokens`` new tokens.
@@ -183,13 +194,14 @@ def generate(model: LlamaDecoder, input_ids: Tensor, *, max_new_tokens: int,
         TypeError: ``model`` is not a ``LlamaDecoder``.
         TypeError: ``generator`` is not a ``torch.Generator``, or another argument's type is wrong.
         ValueError: ``max_new_tokens`` is negative, or an id is outside the vocabulary.
-        ValueError: ``attention_mask`` pads a prompt on the right (its last column is padding).
+        ValueError: ``eos_token_id`` is an empty list.
+        ValueError: ``attention_mask`` pads a prompt on the right, or a row has no real token.
         ValueError: another argument is out of its range (as ``filter_logits`` checks it).
     """
     # real: (N, T), True = real token
     real, eos, pad = _check_generate(model, input_ids, attention_mask, max_new_tokens,
                                      eos_token_id, pad_token_id, do_sample, generator)
-    _check_settings(temperature, top_k, top_p, min_p)
+    _check_settings(temperature, top_k, top_p, min_p, do_sample=do_sample)
     with torch.inference_mode():  # no autograd bookkeeping: many small steps run faster
         caches = [KVCache() for _ in model.layers]
         tokens = step = input_ids  # (N, T): the first step, the prefill, reads the prompts
@@ -205,7 +217,7 @@ def generate(model: LlamaDecoder, input_ids: Tensor, *, max_new_tokens: int,
                 step = logits.argmax(dim=-1, keepdim=True)     # (N, 1): greedy
             if eos is not None:  # a finished sequence gets padding from now on
                 step = step.masked_fill(finished[:, None], pad)
-                finished |= step[:, 0] == eos
+                finished |= torch.isin(step[:, 0], eos)
             tokens = torch.cat([tokens, step], dim=1)          # (N, T + new)
             real = F.pad(real, (0, 1), value=True)             # the new token is real
             if eos is not None and bool(finished.all()):
@@ -214,9 +226,21 @@ def generate(model: LlamaDecoder, input_ids: Tensor, *, max_new_tokens: int,
 
 
 # %% book/chapters/11_a_real_model.md, cell 16
-from typing import Any, Protocol
+import warnings
+from collections.abc import Iterator
+from typing import Any, Protocol, cast
 
 from attention_book._checks import check_floating, check_int, check_real, check_real_tokens
+
+
+class _Layers(nn.ModuleList):
+    """``LlamaDecoder.layers``: an ``nn.ModuleList`` whose items type checkers know are blocks."""
+
+    def __iter__(self) -> Iterator[_Block]:
+        return super().__iter__()  # type: ignore[return-value]
+
+    def __getitem__(self, index: int) -> _Block:  # type: ignore[override]
+        return super().__getitem__(index)  # type: ignore[return-value]
 
 
 def _check_sizes(vocab_size: object, d_model: object, num_layers: object, d_ff: object,
@@ -232,10 +256,10 @@ def _check_sizes(vocab_size: object, d_model: object, num_layers: object, d_ff: 
 
 
 def _check_ids(model: "LlamaDecoder", input_ids: object) -> Tensor:
-    if (not isinstance(input_ids, Tensor) or input_ids.is_floating_point()
-            or input_ids.is_complex() or input_ids.dtype == torch.bool):
+    if not isinstance(input_ids, Tensor) or input_ids.dtype not in (torch.int64, torch.int32):
         got = input_ids.dtype if isinstance(input_ids, Tensor) else type(input_ids).__name__
-        raise TypeError(f"input_ids must be an integer tensor of token ids, got {got}")
+        raise TypeError(f"input_ids must be a tensor of token ids, int64 or int32 (as "
+                        f"nn.Embedding takes them), got {got}")
     if input_ids.dim() != 2 or input_ids.numel() == 0:
         raise ValueError(f"input_ids must have shape (N, T), N and T >= 1, got {tuple(input_ids.shape)}")
     low, high = input_ids.min().item(), input_ids.max().item()
@@ -256,9 +280,14 @@ def _check_forward(model: "LlamaDecoder", input_ids: object, caches: object,
         return [None] * len(model.layers), (None if attention_mask is None else
                                              _real(attention_mask, N, T, tokens))
     if not isinstance(caches, (list, tuple)) or not all(isinstance(c, KVCache) for c in caches):
-        raise TypeError(f"caches must be a list of KVCache, one per layer, or None, got {caches!r:.80}")
+        raise TypeError(f"caches must be a list or tuple of KVCache, one per layer, or None, "
+                        f"got {caches!r:.80}")
     if len(caches) != len(model.layers):
         raise ValueError(f"caches must hold one KVCache per layer, {len(model.layers)}, got {len(caches)}")
+    lengths = sorted({len(cache) for cache in caches})
+    if len(lengths) > 1:
+        raise ValueError(f"caches must all have the same length (the positions the text has "
+                         f"reached), got lengths {lengths}")
     if attention_mask is None:
         return list(caches), None
     return list(caches), _real(attention_mask, N, len(caches[0]) + T, tokens)
@@ -304,7 +333,8 @@ class _LlamaSettings(Protocol):
     tie_word_embeddings: bool
 
 
-def _check_settings(temperature: object, top_k: object, top_p: object, min_p: object) -> None:
+def _check_settings(temperature: object, top_k: object, top_p: object, min_p: object, *,
+                    do_sample: bool = True) -> None:
     if check_real("temperature", temperature) <= 0:
         raise ValueError(f"temperature must be positive, got {temperature}")
     if top_k is not None:
@@ -313,29 +343,37 @@ def _check_settings(temperature: object, top_k: object, top_p: object, min_p: ob
         raise ValueError(f"top_p must be in (0, 1], got {top_p}")
     if min_p is not None and not 0 <= check_real("min_p", min_p) <= 1:
         raise ValueError(f"min_p must be in [0, 1], got {min_p}")
+    given = {"temperature": temperature != 1.0, "top_k": top_k is not None,
+             "top_p": top_p is not None, "min_p": min_p is not None}
+    if not do_sample and any(given.values()):  # transformers' generate warns too
+        names = ", ".join(f"{name}={value!r}" for name, value in zip(
+            given, (temperature, top_k, top_p, min_p)) if given[name])
+        warnings.warn(f"{names} only applies to sampling, and is ignored without do_sample=True: "
+                      f"set do_sample=True, or leave it out", UserWarning, stacklevel=3)
 
 
 def _check_filter(logits: object, temperature: object, top_k: object, top_p: object,
                   min_p: object) -> None:
     check_floating("logits", logits, min_dim=1)
+    shape = tuple(cast(Tensor, logits).shape)  # a tensor: check_floating made sure
+    if shape[-1] == 0:
+        raise ValueError(f"logits must hold at least one token (a vocabulary of size >= 1 in "
+                         f"its last dimension), got shape {shape}")
     _check_settings(temperature, top_k, top_p, min_p)
 
 
 def _check_generate(model: object, input_ids: object, attention_mask: object,
                     max_new_tokens: object, eos_token_id: object, pad_token_id: object,
-                    do_sample: object, generator: object) -> tuple[Tensor, int | None, int]:
-    """The prompts' mask as bool ``(N, T)``, the end-of-sequence id and the padding id."""
+                    do_sample: object, generator: object) -> tuple[Tensor, Tensor | None, int]:
+    """The prompts' mask as bool ``(N, T)``, the end-of-sequence ids and the padding id."""
     if not isinstance(model, LlamaDecoder):
         raise TypeError(f"model must be a LlamaDecoder (LlamaDecoder.from_hf converts a "
                         f"transformers model), got {type(model).__name__}")
     ids = _check_ids(model, input_ids)
     N, T = ids.shape
-    check_int("max_new_tokens", max_new_tokens, minimum=0)
-    special: list[int | None] = []
-    for name, value in (("eos_token_id", eos_token_id), ("pad_token_id", pad_token_id)):
-        if value is not None and check_int(name, value, minimum=0) >= model.vocab_size:
-            raise ValueError(f"{name} must be in [0, vocab_size) = [0, {model.vocab_size}), got {value}")
-        special.append(None if value is None else check_int(name, value, minimum=0))
+    new = check_int("max_new_tokens", max_new_tokens, minimum=0)
+    ends = _check_ends(model, eos_token_id)
+    pad = None if pad_token_id is None else _check_id(model, "pad_token_id", pad_token_id)
     if not isinstance(do_sample, bool):
         raise TypeError(f"do_sample must be a bool, got {type(do_sample).__name__}")
     if generator is not None and not isinstance(generator, torch.Generator):
@@ -345,8 +383,31 @@ def _check_generate(model: object, input_ids: object, attention_mask: object,
     if not bool(real[:, -1].all()):
         raise ValueError("attention_mask must pad on the left (tokenizer.padding_side = 'left'), "
                          "got a prompt whose last token is padding")
-    eos, pad = special
-    return real.to(ids.device), eos, (pad if pad is not None else eos if eos is not None else 0)
+    context = model.max_position_embeddings
+    if context is not None and T + new > context:  # transformers warns too
+        warnings.warn(f"input_ids ({T} tokens) and max_new_tokens ({new}) make "
+                      f"{T + new} positions, past the model's "
+                      f"max_position_embeddings = {context}: the model was not trained for them",
+                      UserWarning, stacklevel=3)
+    eos = None if ends is None else torch.tensor(ends, device=ids.device)
+    return real.to(ids.device), eos, (pad if pad is not None else ends[0] if ends else 0)
+
+
+def _check_id(model: "LlamaDecoder", name: str, value: object) -> int:
+    if check_int(name, value, minimum=0) >= model.vocab_size:
+        raise ValueError(f"{name} must be in [0, vocab_size) = [0, {model.vocab_size}), got {value}")
+    return int(value)  # type: ignore[call-overload]
+
+
+def _check_ends(model: "LlamaDecoder", eos_token_id: object) -> list[int] | None:
+    """The end-of-sequence ids: one id, or a list or tuple of them, as transformers takes."""
+    if eos_token_id is None:
+        return None
+    if isinstance(eos_token_id, (list, tuple)):
+        if not eos_token_id:
+            raise ValueError("eos_token_id must hold at least one id, got an empty list")
+        return [_check_id(model, "eos_token_id", value) for value in eos_token_id]
+    return [_check_id(model, "eos_token_id", eos_token_id)]
 
 
 # %% book/chapters/11_a_real_model.md, cell 24
@@ -359,17 +420,24 @@ def filter_logits(logits: Tensor, *, temperature: float = 1.0, top_k: int | None
     probabilities add up to ``top_p`` (the smallest such set, at least one token); keep the
     tokens at least ``min_p`` times as probable as the most probable one. ``None`` (and
     ``temperature=1.0``) skips a step. Equal to transformers' ``TemperatureLogitsWarper``,
-    ``TopKLogitsWarper``, ``TopPLogitsWarper`` and ``MinPLogitsWarper`` in that order.
+    ``TopKLogitsWarper``, ``TopPLogitsWarper`` and ``MinPLogitsWarper`` in that order, but
+    for ``top_p=1.0``, which cuts nothing, as transformers' ``generate`` (it builds no top-p
+    warper at 1.0; the warper itself cuts tokens whose probability underflows to 0).
 
     Raises:
         TypeError: ``logits`` is not a floating tensor; a setting is of the wrong type.
-        ValueError: ``logits`` has no dimension.
+        ValueError: ``logits`` has no dimension, or a last dimension of size 0.
         ValueError: ``temperature`` or ``top_k`` is not positive.
+        ValueError: ``temperature`` is so small that the logits divided by it overflow.
         ValueError: ``top_p`` is not in (0, 1], or ``min_p`` not in [0, 1].
     """
     _check_filter(logits, temperature, top_k, top_p, min_p)
     if temperature != 1.0:
-        logits = logits / temperature
+        scaled = logits / temperature
+        if bool((scaled.isinf() & logits.isfinite()).any()):
+            raise ValueError(f"temperature {temperature} is too small: the logits divided by "
+                             f"it overflow in {logits.dtype} (sampling would fail)")
+        logits = scaled
     if top_k is not None:  # below the k-th largest: out
         # (..., 1)
         kth = torch.topk(logits, min(top_k, logits.shape[-1])).values[..., -1:]

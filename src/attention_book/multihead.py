@@ -81,8 +81,8 @@ class MultiHeadAttention(nn.Module):
         query: Tensor,
         key: Tensor | None = None,
         value: Tensor | None = None,
-        mask: Tensor | None = None,
         *,
+        mask: Tensor | None = None,
         attention_mask: Tensor | None = None,
         is_causal: bool = False,
         need_weights: bool = False,
@@ -93,6 +93,9 @@ class MultiHeadAttention(nn.Module):
         Optional masks combine (a key must be allowed by each): ``attention_mask``
         ``(N, T_k)``, True or 1 = real token; ``is_causal=True``; ``mask``, bool, True =
         may attend, 2-D ``(T_q, T_k)`` or 4-D. A query with no key gets a zero context.
+        Unlike ``nn.MultiheadAttention``, whose fourth positional argument is
+        ``key_padding_mask`` (True = padding), every mask is a keyword argument, and a
+        sequence with no real token is refused: it is most often an inverted mask.
 
         Returns:
             The pair ``(output, weights)``, ``output`` ``(N, T_q, d_model)`` and
@@ -107,7 +110,7 @@ class MultiHeadAttention(nn.Module):
             ValueError: ``key`` and ``value`` have different lengths.
             ValueError: ``mask`` is not 2-D or 4-D, or does not broadcast.
             ValueError: ``attention_mask`` is not ``(N, T_k)``.
-            ValueError: ``attention_mask`` holds values other than 0 and 1.
+            ValueError: ``attention_mask`` holds values other than 0 and 1, or a row has no 1.
             ValueError: ``mask`` is given with ``is_causal=True``.
         """
         key = query if key is None else key
