@@ -229,7 +229,9 @@ class DropdownsAsAsides(SphinxPostTransform):
     """A dropdown (sphinx-design's `{dropdown}`) as a box with its title, as an admonition is.
 
     Paper cannot unfold it: its content is printed in full. sphinx-design would print the title
-    as a bare run-in heading, with nothing to show where the aside ends.
+    as a bare run-in heading, with nothing to show where the aside ends. A dropdown that holds
+    a table is printed unframed, under its title as a heading: a framed box splits across
+    pages only between lines, and a table near a page break pushed such a box off the page.
     """
 
     default_priority = 190  # before sphinx-design's own transforms (199, HTML only)
@@ -244,6 +246,10 @@ class DropdownsAsAsides(SphinxPostTransform):
                 title = nodes.title("", "", *children.pop(0).children)
             else:
                 title = nodes.title("", "")
+            if any(True for _ in dropdown.findall(nodes.table)):
+                heading = nodes.rubric("", "", *title.children)
+                dropdown.replace_self(nodes.container("", heading, *children, classes=["dropdown"]))
+                continue
             aside = nodes.admonition("", title, *children, classes=["dropdown"])
             dropdown.replace_self(aside)
 
