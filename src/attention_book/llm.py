@@ -6,8 +6,6 @@ __all__ = ['LlamaDecoder', 'generate', 'filter_logits']
 
 
 # %% book/chapters/11_a_real_model.md, cell 8
-from collections.abc import Sequence
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -98,8 +96,7 @@ class LlamaDecoder(nn.Module):
         super().__init__()
         sizes = _check_sizes(vocab_size, d_model, num_layers, d_ff, eps, tie_embeddings)
         self.vocab_size, self.d_model, self.eps = sizes
-        self.max_position_embeddings = (None if max_position_embeddings is None else
-                                        check_int("max_position_embeddings", max_position_embeddings))
+        self.max_position_embeddings = _context(max_position_embeddings)
         self.embed_tokens = nn.Embedding(vocab_size, d_model)
         self.layers = _Layers(
             _Block(d_model, num_heads, num_heads if num_kv_heads is None else num_kv_heads, d_ff,
@@ -113,7 +110,7 @@ class LlamaDecoder(nn.Module):
         if tie_embeddings:
             self.lm_head.weight = self.embed_tokens.weight  # one matrix, read both ways
 
-    def forward(self, input_ids: Tensor, *, caches: Sequence[KVCache] | None = None,
+    def forward(self, input_ids: Tensor, *, caches: "Sequence[KVCache] | None" = None,
                 attention_mask: Tensor | None = None) -> Tensor:
         """The logits ``(N, T, vocab_size)`` of the next token after each of ``input_ids`` ``(N, T)``.
 
@@ -130,7 +127,7 @@ class LlamaDecoder(nn.Module):
         # (N, T, vocab_size)
         return self.lm_head(self._hidden(input_ids, caches, attention_mask))
 
-    def _hidden(self, input_ids: Tensor, caches: Sequence[KVCache] | None,
+    def _hidden(self, input_ids: Tensor, caches: "Sequence[KVCache] | None",
                 attention_mask: Tensor | None) -> Tensor:
         """The last layer's normalised output ``(N, T, d_model)``: what the LM head reads."""
         per_layer, real = _check_forward(self, input_ids, caches, attention_mask)
@@ -167,7 +164,7 @@ class LlamaDecoder(nn.Module):
 
 # %% book/chapters/11_a_real_model.md, cell 14
 def generate(model: LlamaDecoder, input_ids: Tensor, *, max_new_tokens: int,
-             attention_mask: Tensor | None = None, eos_token_id: int | Sequence[int] | None = None,
+             attention_mask: Tensor | None = None, eos_token_id: "int | Sequence[int] | None" = None,
              pad_token_id: int | None = None, do_sample: bool = False, temperature: float = 1.0,
              top_k: int | None = None, top_p: float | None = None, min_p: float | None = None,
              generator: torch.Generator | None = None) -> Tensor:
@@ -181,11 +178,9 @@ def generate(model: LlamaDecoder, input_ids: Tensor, *, max_new_tokens: int,
     ``eos_token_id`` (one id, or a list, as chat models have) is finished: it gets
     ``pad_token_id`` (default the first end id) from then on, and the loop stops when every
     sequence is finished. ``attention_mask`` ``(N, T)``, bool or 0/1, True or 1 = real token,
-    is what a tokenizer returns for prompts padded on the left. As transformers' does, it warns
-    when a sampling setting is given without ``do_sample`` (the setting is still checked), and
-    when the text would pass the model's ``max_position_embeddings``. Unlike transformers'
-    ``generate``, which keeps the 50 most probable tokens when sampling without ``top_k``,
-    ``top_k=None`` cuts nothing: pass ``top_k=50`` for its tokens.
+    is what a tokenizer returns for prompts padded on the left. It warns, as transformers'
+    does, of a sampling setting without ``do_sample`` and of a text past the model's
+    ``max_position_embeddings``. ``top_k=None`` cuts nothing (transformers keeps 50).
 
     Returns:
         ``(N, T + n)`` token ids, the prompts then the ``n <= max_new_tokens`` new tokens.
@@ -227,10 +222,16 @@ def generate(model: LlamaDecoder, input_ids: Tensor, *, max_new_tokens: int,
 
 # %% book/chapters/11_a_real_model.md, cell 16
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol, cast
 
 from attention_book._checks import check_floating, check_int, check_real, check_real_tokens
+
+
+def _context(max_position_embeddings: object) -> int | None:
+    if max_position_embeddings is None:
+        return None
+    return check_int("max_position_embeddings", max_position_embeddings)
 
 
 class _Layers(nn.ModuleList):
