@@ -6,6 +6,11 @@ package is there) and writes it beside the ``.md``.
 
     python tools/notebooks.py [CHAPTER.md ...]          # execute and write
     python tools/notebooks.py --check [CHAPTER.md ...]  # exit 1 when a pair has drifted
+    python tools/notebooks.py --carry CHAPTER.md ...    # prose and tags only, no execution
+
+``--carry`` is for a change that no output can depend on: markdown cells edited, added or
+removed, and code cells' tags (folding). It refuses when a code cell's source changed, or code
+cells were added, removed or reordered: then the chapter must be executed again.
 """
 
 from __future__ import annotations
@@ -95,10 +100,36 @@ def execute(md: Path) -> float:
     return seconds
 
 
+def carry(md: Path) -> None:
+    """Write ``md``'s markdown cells and code cells' tags into its executed notebook, keeping
+    every code cell's source and outputs; raises ValueError when the code itself changed."""
+    ipynb = md.with_suffix(".ipynb")
+    source = jupytext.read(md, fmt="md:myst")
+    paired = nbformat.read(ipynb, as_version=4)
+    executed = [cell for cell in paired.cells if cell.cell_type == "code"]
+    wanted = [cell for cell in source.cells if cell.cell_type == "code"]
+    if [c.source.strip() for c in executed] != [c.source.strip() for c in wanted]:
+        raise ValueError(f"{md.name}: its code changed; execute it (`make notebooks`)")
+    for cell, want in zip(executed, wanted):
+        cell.metadata.pop("tags", None)
+        if want.metadata.get("tags"):
+            cell.metadata["tags"] = list(want.metadata["tags"])
+    code, cells = iter(executed), []
+    for index, cell in enumerate(source.cells):
+        cell = next(code) if cell.cell_type == "code" else cell
+        cell.metadata.pop("jupytext", None)
+        cell.id = f"cell-{index:03d}"
+        cells.append(cell)
+    paired.cells = cells
+    nbformat.write(paired, ipynb)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("chapters", nargs="*", type=Path)
     parser.add_argument("--check", action="store_true", help="check the pairs, write nothing")
+    parser.add_argument("--carry", action="store_true",
+                        help="carry prose and tags into the notebooks, without executing")
     args = parser.parse_args(argv)
     chapters = [p.resolve() for p in args.chapters] or sorted(CHAPTERS.glob("*.md"))
     if args.check:
@@ -109,6 +140,11 @@ def main(argv: list[str] | None = None) -> int:
             print("The notebooks differ from their chapters: run `make notebooks`.")
             return 1
         print(f"{len(chapters)} notebooks match their chapters and are executed.")
+        return 0
+    if args.carry:
+        for md in chapters:
+            carry(md)
+            print(f"{md.relative_to(ROOT)}: prose and tags carried, outputs kept")
         return 0
     for md in chapters:
         print(f"{md.relative_to(ROOT)}: executed in {execute(md):.1f} s", flush=True)
