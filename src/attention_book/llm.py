@@ -5,7 +5,7 @@
 __all__ = ['LlamaDecoder', 'generate', 'filter_logits']
 
 
-# %% book/chapters/11_a_real_model.md, cell 8
+# %% book/chapters/11_a_real_model.md, cell 13
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -162,7 +162,7 @@ class LlamaDecoder(nn.Module):
         return ours.eval()
 
 
-# %% book/chapters/11_a_real_model.md, cell 14
+# %% book/chapters/11_a_real_model.md, cell 19
 def generate(model: LlamaDecoder, input_ids: Tensor, *, max_new_tokens: int,
              attention_mask: Tensor | None = None, eos_token_id: "int | Sequence[int] | None" = None,
              pad_token_id: int | None = None, do_sample: bool = False, temperature: float = 1.0,
@@ -220,7 +220,7 @@ def generate(model: LlamaDecoder, input_ids: Tensor, *, max_new_tokens: int,
     return tokens.clone()  # a plain tensor again, usable with autograd
 
 
-# %% book/chapters/11_a_real_model.md, cell 16
+# %% book/chapters/11_a_real_model.md, cell 21
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol, cast
@@ -411,7 +411,7 @@ def _check_ends(model: "LlamaDecoder", eos_token_id: object) -> list[int] | None
     return [_check_id(model, "eos_token_id", eos_token_id)]
 
 
-# %% book/chapters/11_a_real_model.md, cell 24
+# %% book/chapters/11_a_real_model.md, cell 29
 def filter_logits(logits: Tensor, *, temperature: float = 1.0, top_k: int | None = None,
                   top_p: float | None = None, min_p: float | None = None) -> Tensor:
     """The logits ``(..., vocab_size)`` with the tokens that sampling must skip set to ``-inf``.
