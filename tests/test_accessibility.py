@@ -31,9 +31,17 @@ PATH = re.compile(r"(?:^|/)[\w.-]+\.(?:png|jpe?g|svg|gif|webp)$|^(?:\.\./)+|_ima
 
 
 def _mode(driver, mode: str) -> None:
-    """The theme's colour mode, as its switch sets it."""
-    driver.execute_script("document.documentElement.dataset.mode = arguments[0];"
-                          "document.documentElement.dataset.theme = arguments[0];", mode)
+    """The theme's colour mode, as its switch sets it, with the theme's colour transitions
+    turned off: axe must read the colours of the mode, not a moment of the fade between two
+    (a heavy page once showed dark text on the light background mid-fade)."""
+    driver.execute_script(
+        "const still = document.createElement('style');"
+        "still.textContent = '*, *::before, *::after {transition: none !important;"
+        " animation: none !important}';"
+        "document.head.appendChild(still);"
+        "document.documentElement.dataset.mode = arguments[0];"
+        "document.documentElement.dataset.theme = arguments[0];"
+        "void document.body.offsetHeight;", mode)
 
 
 _AXE_RUN = """

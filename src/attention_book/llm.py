@@ -66,8 +66,8 @@ class LlamaDecoder(nn.Module):
     A block is an RMSNorm, the book's ``CausalSelfAttention``, an RMSNorm and a SwiGLU MLP,
     each half around a residual connection. The parameters have the names of transformers'
     ``LlamaForCausalLM`` (less its ``model.`` prefix), so ``from_hf`` copies one. Each matrix
-    is stored column by column (``stride() == (1, rows)``), which PyTorch's CPU product reads
-    faster for one token (measured in chapter 11; make a matrix contiguous to save it).
+    is stored column by column (``stride() == (1, rows)``), which PyTorch's CPU product may read
+    faster for one token (chapter 11 times both layouts; make a matrix contiguous to save it).
 
     Args:
         vocab_size: the number of tokens of the vocabulary.
