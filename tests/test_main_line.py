@@ -4,8 +4,8 @@ reading time of that main line, in the language of its edition.
 
 A chapter in the second pass's form (`SECOND_PASS`: the idea in bare code, the package
 folded; CONTRIBUTING.md) has at most 1,600 words, 100 lines of visible code and 4 visible
-verdicts (text printed by cells whose code folds; their figures are figures), no visible code or output line wider than 88
-characters and no words about checking. The others keep the first pass's budget (2,500 words
+verdicts (text printed by cells whose code folds; a figure they draw is not one), no visible
+code or output line wider than 88 characters and no words about checking. The others keep the first pass's budget (2,500 words
 and 250 lines of code) until they are rewritten; chapters 1 to 10 together, 22,000 words.
 
 Needs the built book (``make build``); ``make test-browser`` runs this file after it.
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
-from book_reading import HIDDEN, LABELS, _without_highlighting, main_line  # tools/book_reading.py
+from book_reading import LABELS, _without_highlighting, main_line, visible  # tools/book_reading.py
 from chapters import SOURCES, ids
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,22 +54,13 @@ def test_the_main_line_is_within_its_budget(source):
     assert count.code_lines <= CODE_LINES, f"{source.stem}: {count.code_lines} lines of code in view"
 
 
-def _visible(source: Path):
-    """The article with what folds taken out, code of hide-input cells included."""
-    article = BeautifulSoup(str(_article(source)), "html.parser")
-    for selector in HIDDEN:
-        for element in article.select(selector):
-            element.decompose()
-    return article
-
-
 @pytest.mark.parametrize("source", [s for s in SOURCES if s.stem in SECOND_PASS],
                          ids=ids([s for s in SOURCES if s.stem in SECOND_PASS]))
 def test_a_chapter_of_the_second_pass_keeps_its_budget(source):
     count = _count(source)
     assert count.words <= WORDS_2, f"{source.stem}: {count.words} words in view"
     assert count.code_lines <= CODE_LINES_2, f"{source.stem}: {count.code_lines} lines of code"
-    article = _visible(source)
+    article = visible(_article(source))
     # A verdict is text printed by a cell whose code folds; a figure drawn by one is a figure.
     verdicts = [cell for cell in article.select("div.cell.tag_hide-input")
                 if cell.select(".cell_output pre")]

@@ -80,12 +80,18 @@ _PRE = re.compile(r"(<pre\b[^>]*>)(.*?)(</pre>)", re.S)
 _SPAN = re.compile(r"</?span\b[^>]*>")
 
 
-def main_line(html: str | Tag) -> MainLine:
-    """Count what shows of a chapter (its article, or its body) with nothing unfolded."""
+def visible(html: str | Tag) -> BeautifulSoup:
+    """What shows of a page (its article, or its body) with nothing unfolded."""
     soup = BeautifulSoup(_without_highlighting(str(html)), "html.parser")
     for selector in HIDDEN:
         for element in soup.select(selector):
             element.decompose()
+    return soup
+
+
+def main_line(html: str | Tag) -> MainLine:
+    """Count what shows of a chapter (its article, or its body) with nothing unfolded."""
+    soup = visible(html)
     equations = len(soup.select("div.math"))
     figures = len(soup.select("figure")) + sum(1 for img in soup.select("img")
                                                if not img.find_parent("figure"))
