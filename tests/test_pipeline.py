@@ -223,3 +223,28 @@ def test_check_commands_print_the_fix(tmp_path, monkeypatch, capsys):
     shutil.copy(SOURCES[0], md)
     assert notebooks.main(["--check", str(md)]) == 1
     assert "run `make notebooks`" in capsys.readouterr().out
+
+
+def test_carry_writes_prose_and_metadata_and_refuses_changed_code(tmp_path):
+    """tools/notebooks.py --carry: a prose or tag change reaches the executed notebook, its
+    outputs kept; a changed code cell is refused (it must be executed again)."""
+    source = ROOT / "book" / "chapters" / "01_what_is_attention.md"
+    md = tmp_path / source.name
+    shutil.copy(source, md)
+    shutil.copy(source.with_suffix(".ipynb"), md.with_suffix(".ipynb"))
+    before = nbformat.read(md.with_suffix(".ipynb"), as_version=4)
+    text = md.read_text()
+    md.write_text(text.replace("# What attention is", "# What attention is\n\nA new sentence.", 1)
+                  .replace("```{code-cell} ipython3\nimport matplotlib.pyplot",
+                           "```{code-cell} ipython3\n:tags: [hide-cell]\n\nimport matplotlib.pyplot", 1))
+    notebooks.carry(md)
+    after = nbformat.read(md.with_suffix(".ipynb"), as_version=4)
+    assert any("A new sentence." in cell.source for cell in after.cells if cell.cell_type == "markdown")
+    code_before = [c for c in before.cells if c.cell_type == "code"]
+    code_after = [c for c in after.cells if c.cell_type == "code"]
+    assert [c.outputs for c in code_after] == [c.outputs for c in code_before]
+    assert "hide-cell" in next(c for c in code_after
+                               if "import matplotlib.pyplot" in c.source).metadata["tags"]
+    md.write_text(text.replace("import matplotlib.pyplot as plt", "import matplotlib.pyplot as plot", 1))
+    with pytest.raises(ValueError, match="code changed"):
+        notebooks.carry(md)

@@ -9,7 +9,7 @@ package is there) and writes it beside the ``.md``.
     python tools/notebooks.py --carry CHAPTER.md ...    # prose and tags only, no execution
 
 ``--carry`` is for a change that no output can depend on: markdown cells edited, added or
-removed, and code cells' tags (folding). It refuses when a code cell's source changed, or code
+removed, and code cells' metadata (tags that fold, figure captions). It refuses when a code cell's source changed, or code
 cells were added, removed or reordered: then the chapter must be executed again.
 """
 
@@ -101,7 +101,7 @@ def execute(md: Path) -> float:
 
 
 def carry(md: Path) -> None:
-    """Write ``md``'s markdown cells and code cells' tags into its executed notebook, keeping
+    """Write ``md``'s markdown cells and code cells' metadata into its executed notebook, keeping
     every code cell's source and outputs; raises ValueError when the code itself changed."""
     ipynb = md.with_suffix(".ipynb")
     source = jupytext.read(md, fmt="md:myst")
@@ -110,10 +110,8 @@ def carry(md: Path) -> None:
     wanted = [cell for cell in source.cells if cell.cell_type == "code"]
     if [c.source.strip() for c in executed] != [c.source.strip() for c in wanted]:
         raise ValueError(f"{md.name}: its code changed; execute it (`make notebooks`)")
-    for cell, want in zip(executed, wanted):
-        cell.metadata.pop("tags", None)
-        if want.metadata.get("tags"):
-            cell.metadata["tags"] = list(want.metadata["tags"])
+    for cell, want in zip(executed, wanted):  # tags, captions: what the .md says of the cell
+        cell.metadata = want.metadata
     code, cells = iter(executed), []
     for index, cell in enumerate(source.cells):
         cell = next(code) if cell.cell_type == "code" else cell
