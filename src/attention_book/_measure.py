@@ -142,7 +142,7 @@ def peak_memory(
     return results
 
 
-# %% book/chapters/09_efficient_attention.md, cell 44
+# %% book/chapters/09_efficient_attention.md, cell 48
 from collections.abc import Callable
 from typing import Any
 

@@ -5,7 +5,7 @@
 __all__ = ['tiled_attention']
 
 
-# %% book/chapters/09_efficient_attention.md, cell 28
+# %% book/chapters/09_efficient_attention.md, cell 32
 import math
 
 import torch
@@ -47,7 +47,7 @@ def _attend_block(q_block: Tensor, key: Tensor, value: Tensor, first_row: int,
     return acc / ell.clamp(min=1.0)                                # (..., τ, d_v)
 
 
-# %% book/chapters/09_efficient_attention.md, cell 30
+# %% book/chapters/09_efficient_attention.md, cell 34
 def tiled_attention(
     query: Tensor,
     key: Tensor,
@@ -122,7 +122,7 @@ def tiled_attention(
     return output, None
 
 
-# %% book/chapters/09_efficient_attention.md, cell 31
+# %% book/chapters/09_efficient_attention.md, cell 35
 from attention_book._checks import check_int, check_qkv, check_real
 
 
