@@ -31,7 +31,8 @@ WORDS, CODE_LINES, WORDS_OF_THE_TEN = 2500, 250, 22_000
 # The chapters (file stems) in the learner's path's second form.
 SECOND_PASS = {"01_what_is_attention", "02_scaled_dot_product_attention", "03_why_scale",
                "04_softmax_gradient", "05_masked_attention", "06_multihead_attention",
-               "08_positions", "09_efficient_attention", "10_generating_text", "11_a_real_model"}
+               "07_bert_self_attention", "08_positions", "09_efficient_attention",
+               "10_generating_text", "11_a_real_model"}
 WORDS_2, CODE_LINES_2, VERDICTS_2, WIDTH = 1600, 100, 4, 88
 TEST_SPEAK = re.compile(r"\b(asserted|asserts|verdicts?|nbval|the folded cells?)\b", re.I)
 

@@ -7,7 +7,7 @@ This is version 0.2.0 of the package attention-book.
 
 from .activations import softmax, softmax_jacobian
 from .attention import scaled_dot_product_attention
-from .bert import BertConfig, extended_attention_mask, BertSelfAttention
+from .bert import extended_attention_mask, BertConfig, BertSelfAttention
 from .decoding import KVCache, CausalSelfAttention
 from .efficient import tiled_attention
 from .llm import LlamaDecoder, generate, filter_logits
@@ -17,4 +17,4 @@ from .plotting import plot_attention
 from .positions import sinusoidal_positions, apply_rotary
 
 __version__ = "0.2.0"
-__all__ = ['softmax', 'softmax_jacobian', 'scaled_dot_product_attention', 'BertConfig', 'extended_attention_mask', 'BertSelfAttention', 'KVCache', 'CausalSelfAttention', 'tiled_attention', 'LlamaDecoder', 'generate', 'filter_logits', 'causal_mask', 'padding_mask', 'mask_from_blocked', 'additive_mask', 'split_heads', 'merge_heads', 'MultiHeadAttention', 'plot_attention', 'sinusoidal_positions', 'apply_rotary']
+__all__ = ['softmax', 'softmax_jacobian', 'scaled_dot_product_attention', 'extended_attention_mask', 'BertConfig', 'BertSelfAttention', 'KVCache', 'CausalSelfAttention', 'tiled_attention', 'LlamaDecoder', 'generate', 'filter_logits', 'causal_mask', 'padding_mask', 'mask_from_blocked', 'additive_mask', 'split_heads', 'merge_heads', 'MultiHeadAttention', 'plot_attention', 'sinusoidal_positions', 'apply_rotary']

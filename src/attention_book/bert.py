@@ -2,47 +2,10 @@
 # Edit the chapter and run `make tangle`.
 """attention_book.bert: tangled from book/chapters/07_bert_self_attention.md."""
 
-__all__ = ['BertConfig', 'extended_attention_mask', 'BertSelfAttention']
+__all__ = ['extended_attention_mask', 'BertConfig', 'BertSelfAttention']
 
 
-# %% book/chapters/07_bert_self_attention.md, cell 6
-from dataclasses import dataclass
-from typing import Protocol
-
-
-@dataclass
-class BertConfig:
-    """The settings BERT's self-attention reads, with the values of bert-base.
-
-    Any object with these three attributes can configure ``BertSelfAttention``, for example
-    a ``transformers.BertConfig``.
-
-    Attributes:
-        hidden_size: ``d_model``, the size of each token's vector;
-            ``d_model / num_attention_heads`` is the head size ``d_k``.
-        num_attention_heads: ``h``, the number of heads.
-        attention_probs_dropout_prob: dropout applied to the attention probabilities while
-            training.
-    """
-
-    hidden_size: int = 768
-    num_attention_heads: int = 12
-    attention_probs_dropout_prob: float = 0.1
-
-
-# %% book/chapters/07_bert_self_attention.md, cell 7
-class _BertSettings(Protocol):
-    """The type of ``config``: what ``BertSelfAttention`` reads, for type checkers."""
-
-    @property
-    def hidden_size(self) -> int: ...
-    @property
-    def num_attention_heads(self) -> int: ...
-    @property
-    def attention_probs_dropout_prob(self) -> float: ...
-
-
-# %% book/chapters/07_bert_self_attention.md, cell 10
+# %% book/chapters/07_bert_self_attention.md, cell 9
 import torch
 from torch import Tensor
 
@@ -73,7 +36,44 @@ def extended_attention_mask(
     return torch.where(keep, zero, minimum)  # (N, 1, 1, T): +0 keeps, finfo.min removes
 
 
-# %% book/chapters/07_bert_self_attention.md, cell 16
+# %% book/chapters/07_bert_self_attention.md, cell 18
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass
+class BertConfig:
+    """The settings BERT's self-attention reads, with the values of bert-base.
+
+    Any object with these three attributes can configure ``BertSelfAttention``, for example
+    a ``transformers.BertConfig``.
+
+    Attributes:
+        hidden_size: ``d_model``, the size of each token's vector;
+            ``d_model / num_attention_heads`` is the head size ``d_k``.
+        num_attention_heads: ``h``, the number of heads.
+        attention_probs_dropout_prob: dropout applied to the attention probabilities while
+            training.
+    """
+
+    hidden_size: int = 768
+    num_attention_heads: int = 12
+    attention_probs_dropout_prob: float = 0.1
+
+
+# %% book/chapters/07_bert_self_attention.md, cell 20
+class _BertSettings(Protocol):
+    """The type of ``config``: what ``BertSelfAttention`` reads, for type checkers."""
+
+    @property
+    def hidden_size(self) -> int: ...
+    @property
+    def num_attention_heads(self) -> int: ...
+    @property
+    def attention_probs_dropout_prob(self) -> float: ...
+
+
+# %% book/chapters/07_bert_self_attention.md, cell 22
 import math
 
 from torch import nn
@@ -167,7 +167,7 @@ class BertSelfAttention(nn.Module):
         return (context, probs) if output_attentions else (context,)
 
 
-# %% book/chapters/07_bert_self_attention.md, cell 18
+# %% book/chapters/07_bert_self_attention.md, cell 24
 from attention_book._checks import broadcasts_to, check_int, check_probability, check_tokens
 
 
