@@ -5,7 +5,7 @@
 __all__ = []
 
 
-# %% book/chapters/08_positions.md, cell 15
+# %% book/chapters/08_positions.md, cell 16
 import torch
 from torch import Tensor
 
@@ -18,7 +18,7 @@ def _frequencies(
     return 1.0 / base**exponents  # (d/2,)
 
 
-# %% book/chapters/08_positions.md, cell 53
+# %% book/chapters/08_positions.md, cell 56
 import functools
 
 # every layer calls apply_rotary with the same d and base: compute theta_r once

@@ -5,7 +5,7 @@
 __all__ = ['sinusoidal_positions', 'apply_rotary']
 
 
-# %% book/chapters/08_positions.md, cell 16
+# %% book/chapters/08_positions.md, cell 17
 import torch
 from torch import Tensor
 
@@ -49,7 +49,7 @@ def sinusoidal_positions(
     return pairs.flatten(-2).to(dtype)  # (T, d_model): sin, cos, sin, cos, ...
 
 
-# %% book/chapters/08_positions.md, cell 17
+# %% book/chapters/08_positions.md, cell 18
 from attention_book._checks import check_floating, check_int, check_real
 
 
@@ -70,7 +70,7 @@ def _check_sinusoidal(T: object, d_model: object, base: object, dtype: object) -
     return T, d_model, _check_base(base)
 
 
-# %% book/chapters/08_positions.md, cell 54
+# %% book/chapters/08_positions.md, cell 57
 from attention_book._rotary import _rotation, _turned
 
 
@@ -106,7 +106,7 @@ def apply_rotary(
     return _turned(x, cos, sin)  # (..., T, d)
 
 
-# %% book/chapters/08_positions.md, cell 55
+# %% book/chapters/08_positions.md, cell 58
 def _check_positions(positions: object, x: Tensor) -> Tensor:
     T = x.shape[-2]
     if positions is None:
