@@ -15,7 +15,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from transformers.cache_utils import DynamicCache
 from transformers.models.llama.modeling_llama import LlamaAttention, LlamaRotaryEmbedding
 
-from attention_book import CausalSelfAttention, KVCache
+from attention_book import CausalSelfAttention, KVCache, decoding
 from references import attention_float64
 from test_positions import rope_float64
 
@@ -315,9 +315,19 @@ def test_output_attentions_equal_an_independent_float64_computation(kv_heads):
     torch.testing.assert_close(weights, expected, atol=1e-12, rtol=0)
 
 
+KERNELS = {"book": "scaled_dot_product_attention", "tiled": "tiled_attention"}  # their functions
+
+
+def count_calls(monkeypatch, kernel):
+    """A list that grows by one at each call of the kernel's function inside CausalSelfAttention."""
+    calls, original = [], getattr(decoding, KERNELS[kernel])
+    monkeypatch.setattr(decoding, KERNELS[kernel], lambda *args, **kwargs: calls.append(1) or original(*args, **kwargs))
+    return calls
+
+
 @pytest.mark.parametrize("kernel", ["book", "tiled"])
 @pytest.mark.parametrize("kv_heads", [1, 2, 8])
-def test_the_books_kernels_equal_the_fused_one_in_any_pieces(kernel, kv_heads):
+def test_the_books_kernels_equal_the_fused_one_in_any_pieces(kernel, kv_heads, monkeypatch):
     torch.manual_seed(kv_heads)
     fused = CausalSelfAttention(64, 8, num_kv_heads=kv_heads).eval()
     other = CausalSelfAttention(64, 8, num_kv_heads=kv_heads, attention=kernel).eval()
@@ -327,12 +337,14 @@ def test_the_books_kernels_equal_the_fused_one_in_any_pieces(kernel, kv_heads):
     # tiled: a prefill, then one token at a time; book: chunks after a cache too
     bounds = [0, 5, 6, 7, 8, 9, 10, 11, 12] if kernel == "tiled" else [0, 5, 6, 9, 12]
     caches = KVCache(), KVCache()
+    calls = count_calls(monkeypatch, kernel)
     with torch.no_grad():
         torch.testing.assert_close(other(x), fused(x), atol=1e-5, rtol=0)
         for start, end in zip(bounds, bounds[1:]):
             piece = x[:, start:end]
             expected = fused(piece, cache=caches[0])
             torch.testing.assert_close(other(piece, cache=caches[1]), expected, atol=1e-5, rtol=0)
+    assert len(calls) == len(bounds)  # the chosen kernel attended at every call of `other`, only there
 
 
 def test_the_book_kernel_pads_as_the_fused_one():

@@ -19,6 +19,7 @@ from transformers.generation.logits_process import (
 from transformers.models.llama.modeling_llama import apply_rotary_pos_emb, LlamaRotaryEmbedding
 
 from attention_book import CausalSelfAttention, KVCache, LlamaDecoder, apply_rotary, filter_logits, generate
+from test_decoding import count_calls
 
 VOCAB, PAD = 96, 0
 
@@ -219,7 +220,7 @@ def test_output_attentions_with_caches_equal_transformers_eager():
     eager(theirs)
     with torch.no_grad():
         for start, end in [(0, 5), (5, 6), (6, 7), (7, 8)]:
-            expected = theirs(x[:, start:end], past_key_values=their_cache, use_cache=True,
+            expected = theirs(x[:, start:end], cache=their_cache, use_cache=True,
                               output_attentions=True)
             logits, attentions = ours(x[:, start:end], caches=caches, output_attentions=True)
             for got, want in zip(attentions, expected.attentions, strict=True):
@@ -229,9 +230,10 @@ def test_output_attentions_with_caches_equal_transformers_eager():
 
 
 @pytest.mark.parametrize("kernel", ["book", "tiled"])
-def test_the_books_kernels_give_the_fused_logits_and_tokens(kernel):
+def test_the_books_kernels_give_the_fused_logits_and_tokens(kernel, monkeypatch):
     theirs, fused = tiny_llama(seed=26)
     other = LlamaDecoder.from_hf(theirs, attention=kernel)
+    calls = count_calls(monkeypatch, kernel)
     assert {layer.self_attn.attention for layer in other.layers} == {kernel}
     assert {layer.self_attn.attention for layer in fused.layers} == {"fused"}
     x = ids(2, 11, seed=26)
@@ -240,6 +242,7 @@ def test_the_books_kernels_give_the_fused_logits_and_tokens(kernel):
         caches = [KVCache() for _ in other.layers]
         steps = [other(x[:, :6], caches=caches)] + [other(x[:, [t]], caches=caches) for t in range(6, 11)]
     torch.testing.assert_close(torch.cat(steps, dim=1), fused(x), atol=1e-5, rtol=0)
+    assert len(calls) == 2 * (1 + 6)  # in each layer, at each call of `other`; not in `fused`
     assert torch.equal(generate(other, x, max_new_tokens=12), generate(fused, x, max_new_tokens=12))
     built = LlamaDecoder(VOCAB, 32, 2, 4, 48, attention=kernel)
     assert {layer.self_attn.attention for layer in built.layers} == {kernel}
@@ -584,15 +587,23 @@ def test_smollm2_attentions_equal_transformers_eager(smollm2):
     assert difference < 1e-5
 
 
-@pytest.mark.parametrize("kernel", ["book", "tiled"])
-def test_smollm2_books_kernels_give_the_fused_chat_answer(smollm2, kernel):
-    """Chapter 11's answer: 48 greedy tokens, the same with each kernel, logits within 1e-4."""
-    tokenizer, theirs, fused = smollm2
-    other = LlamaDecoder.from_hf(theirs, attention=kernel)
+@pytest.fixture(scope="module")
+def fused_answer(smollm2):
+    """Chapter 11's question and its answer by the fused kernel: 48 greedy tokens."""
+    tokenizer, _, fused = smollm2
     x = chat(tokenizer, ["What is attention in a transformer?"])["input_ids"]
+    answer = generate(fused, x, max_new_tokens=48, eos_token_id=2)
+    assert answer.shape[1] == x.shape[1] + 48  # no end token: every one of the 48 compared
+    return x, answer
+
+
+@pytest.mark.parametrize("kernel", ["book", "tiled"])
+def test_smollm2_books_kernels_give_the_fused_chat_answer(smollm2, fused_answer, kernel):
+    """The same 48 greedy tokens with each kernel, and logits within 1e-4."""
+    _, theirs, fused = smollm2
+    x, expected = fused_answer
+    other = LlamaDecoder.from_hf(theirs, attention=kernel)
     with torch.no_grad():
         difference = (other(x) - fused(x)).abs().max().item()
     assert difference < 1e-4
-    expected = generate(fused, x, max_new_tokens=48, eos_token_id=2)
-    assert expected.shape[1] == x.shape[1] + 48  # no end token: every one of the 48 compared
     assert torch.equal(generate(other, x, max_new_tokens=48, eos_token_id=2), expected)
