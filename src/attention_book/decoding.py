@@ -201,8 +201,7 @@ class CausalSelfAttention(nn.Module):
             ValueError: ``attention_mask`` is not ``(N, T_cached + T)`` of 0s and 1s.
             ValueError: a row of ``attention_mask`` has no real token.
             ValueError: ``attention_mask`` is missing, and ``cache`` was filled with one.
-            ValueError: ``attention`` is ``"tiled"``, and ``attention_mask`` pads a
-                sequence, or ``T > 1`` new positions follow a non-empty ``cache``.
+            ValueError: ``attention="tiled"``, with padding or ``T > 1`` positions after a cache.
             RuntimeError: ``cache`` is given in grad mode, and the keys need gradients.
         """
         # (N, T_k) bool, or None
