@@ -15,7 +15,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from transformers.cache_utils import DynamicCache
 from transformers.models.llama.modeling_llama import LlamaAttention, LlamaRotaryEmbedding
 
-from attention_book import CausalSelfAttention, KVCache
+from attention_book import CausalSelfAttention, KVCache, decoding
 from references import attention_float64
 from test_positions import rope_float64
 
@@ -262,6 +262,161 @@ def test_sizes_accept_numpy_integers():
     layer = CausalSelfAttention(np.int64(32), np.int64(4), num_kv_heads=np.int32(2))
     assert (layer.num_heads, layer.num_kv_heads, layer.d_k) == (4, 2, 8)
     assert type(layer.num_kv_heads) is int
+
+
+# --- the weights, and the three kernels -----------------------------------------------------
+
+
+def llama_with_weights(config, theirs, x, start=0, mask=None, cache=None):
+    """LlamaAttention (eager) on x: its output and its weights (N, h, T, start + T)."""
+    N, T, _ = x.shape
+    positions = torch.arange(start, start + T).expand(N, T)
+    embeddings = LlamaRotaryEmbedding(config)(x, positions)
+    mask = causal_additive(T, start + T) if mask is None else mask
+    return theirs(x, embeddings, mask, cache=cache)
+
+
+@pytest.mark.parametrize("kv_heads", [1, 2, 8])
+def test_output_attentions_equal_llama_eager_weights_step_by_step(kv_heads):
+    config, theirs, ours = llama_and_ours(kv_heads=kv_heads, seed=10 + kv_heads)
+    x = randn(2, 9, 64, seed=10)
+    their_cache, our_cache = DynamicCache(config=config), KVCache()
+    with torch.no_grad():
+        for start, end in [(0, 4), (4, 5), (5, 8), (8, 9)]:
+            piece = x[:, start:end]
+            expected, expected_weights = llama_with_weights(config, theirs, piece, start, cache=their_cache)
+            output, weights = ours(piece, cache=our_cache, output_attentions=True)
+            assert weights.shape == (2, 8, end - start, end)  # (N, h, T, T_k): cached keys too
+            torch.testing.assert_close(weights, expected_weights, atol=1e-5, rtol=0)
+            torch.testing.assert_close(output, expected, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("kv_heads", [1, 3, 6])
+def test_output_attentions_equal_an_independent_float64_computation(kv_heads):
+    torch.manual_seed(kv_heads)
+    heads, d_model, T = 6, 48, 7
+    d_k = d_model // heads
+    ours = CausalSelfAttention(d_model, heads, num_kv_heads=kv_heads).double()
+    x = randn(2, T, d_model, seed=11, dtype=torch.float64)
+    real = torch.tensor([[0, 0, 1, 1, 1, 1, 1], [1] * 7], dtype=torch.bool)  # the first padded
+
+    def project(layer, count):  # (N, T, count * d_k) -> (N, count, T, d_k)
+        return (x @ layer.weight.T).view(2, T, count, d_k).transpose(1, 2)
+
+    positions = (real.cumsum(-1) - 1).clamp(min=0)  # (N, T): real tokens counted, pads at 0
+    q = torch.stack([rope_float64(project(ours.q_proj, heads)[n], positions[n]) for n in range(2)])
+    k = torch.stack([rope_float64(project(ours.k_proj, kv_heads)[n], positions[n]) for n in range(2)])
+    group = [c * kv_heads // heads for c in range(heads)]  # the key/value head of each query head
+    # a real query sees the real keys up to it; a pad query its causal row
+    allowed = torch.ones(T, T, dtype=torch.bool).tril() & (real[:, None, :] | ~real[:, :, None])
+    _, expected = attention_float64(q, k[:, group], k[:, group], allowed[:, None])  # (N, h, T, T)
+    with torch.no_grad():
+        _, weights = ours(x, attention_mask=real, output_attentions=True)
+    torch.testing.assert_close(weights, expected, atol=1e-12, rtol=0)
+
+
+KERNELS = {"book": "scaled_dot_product_attention", "tiled": "tiled_attention"}  # their functions
+
+
+def count_calls(monkeypatch, kernel):
+    """A list that grows by one at each call of the kernel's function inside CausalSelfAttention."""
+    calls, original = [], getattr(decoding, KERNELS[kernel])
+    monkeypatch.setattr(decoding, KERNELS[kernel], lambda *args, **kwargs: calls.append(1) or original(*args, **kwargs))
+    return calls
+
+
+@pytest.mark.parametrize("kernel", ["book", "tiled"])
+@pytest.mark.parametrize("kv_heads", [1, 2, 8])
+def test_the_books_kernels_equal_the_fused_one_in_any_pieces(kernel, kv_heads, monkeypatch):
+    torch.manual_seed(kv_heads)
+    fused = CausalSelfAttention(64, 8, num_kv_heads=kv_heads).eval()
+    other = CausalSelfAttention(64, 8, num_kv_heads=kv_heads, attention=kernel).eval()
+    other.load_state_dict(fused.state_dict())
+    assert (fused.attention, other.attention) == ("fused", kernel)
+    x = randn(2, 12, 64, seed=12)
+    # tiled: a prefill, then one token at a time; book: chunks after a cache too
+    bounds = [0, 5, 6, 7, 8, 9, 10, 11, 12] if kernel == "tiled" else [0, 5, 6, 9, 12]
+    caches = KVCache(), KVCache()
+    calls = count_calls(monkeypatch, kernel)
+    with torch.no_grad():
+        torch.testing.assert_close(other(x), fused(x), atol=1e-5, rtol=0)
+        for start, end in zip(bounds, bounds[1:]):
+            piece = x[:, start:end]
+            expected = fused(piece, cache=caches[0])
+            torch.testing.assert_close(other(piece, cache=caches[1]), expected, atol=1e-5, rtol=0)
+    assert len(calls) == len(bounds)  # the chosen kernel attended at every call of `other`, only there
+
+
+def test_the_book_kernel_pads_as_the_fused_one():
+    torch.manual_seed(13)
+    fused = CausalSelfAttention(32, 4, num_kv_heads=2).eval()
+    book = CausalSelfAttention(32, 4, num_kv_heads=2, attention="book").eval()
+    book.load_state_dict(fused.state_dict())
+    x = randn(2, 7, 32, seed=13)
+    mask = torch.tensor([[0, 0, 1, 1, 1, 1, 1], [1] * 7])
+    caches = KVCache(), KVCache()
+    with torch.no_grad():
+        torch.testing.assert_close(book(x, attention_mask=mask), fused(x, attention_mask=mask),
+                                   atol=1e-5, rtol=0)
+        for start, end in [(0, 3), (3, 5), (5, 6), (6, 7)]:
+            piece, seen = x[:, start:end], mask[:, :end]
+            torch.testing.assert_close(book(piece, cache=caches[1], attention_mask=seen),
+                                       fused(piece, cache=caches[0], attention_mask=seen),
+                                       atol=1e-5, rtol=0)
+
+
+@torch.no_grad()
+def test_the_tiled_kernel_refuses_a_mask_and_a_chunk_after_a_cache():
+    layer = CausalSelfAttention(16, 4, attention="tiled")
+    x = randn(2, 4, 16)
+    with pytest.raises(ValueError, match=r"^attention\b.*'tiled'.*attention_mask"):
+        layer(x, attention_mask=torch.tensor([[0, 1, 1, 1], [1, 1, 1, 1]]))
+    layer(x, attention_mask=torch.ones(2, 4, dtype=torch.long))  # no padding: no mask needed
+    cache = KVCache()
+    layer(x, cache=cache)
+    with pytest.raises(ValueError, match=r"^attention\b.*'tiled'.*cache"):
+        layer(randn(2, 2, 16), cache=cache)
+    assert len(cache) == 4  # the refused chunk appended nothing
+    layer(randn(2, 1, 16), cache=cache)  # one token at a time: no mask needed
+    assert len(cache) == 5
+
+
+@torch.no_grad()
+def test_output_attentions_is_off_by_default_and_the_same_output():
+    _, _, layer = llama_and_ours(kv_heads=2, seed=14)
+    x = randn(2, 6, 64, seed=14)
+    alone = layer(x)
+    assert isinstance(alone, torch.Tensor)
+    output, weights = layer(x, output_attentions=True)
+    torch.testing.assert_close(output, alone, atol=1e-5, rtol=0)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 8, 6))
+    assert (weights.triu(1) == 0).all()  # causal: no weight on a later key
+
+
+@pytest.mark.parametrize("kwargs, error", [
+    (dict(attention="flash"), ValueError),
+    (dict(attention="eager"), ValueError),
+    (dict(attention="FUSED"), ValueError),
+    (dict(attention=None), TypeError),
+    (dict(attention=1), TypeError),
+])
+def test_a_bad_attention_names_the_argument(kwargs, error):
+    with pytest.raises(error, match=r"^attention\b"):
+        CausalSelfAttention(16, 4, **kwargs)
+
+
+def test_a_bad_output_attentions_names_the_argument():
+    with pytest.raises(TypeError, match=r"^output_attentions\b"):
+        CausalSelfAttention(16, 4)(randn(1, 2, 16), output_attentions=1)
+
+
+def test_an_attention_changed_after_construction_is_checked_at_the_call():
+    layer = CausalSelfAttention(16, 4)
+    layer.attention = "sdpa"
+    with pytest.raises(ValueError, match=r"^attention\b.*'sdpa'"):
+        layer(randn(1, 2, 16))
+    layer.attention = "book"
+    layer(randn(1, 2, 16))
 
 
 # --- a whole model --------------------------------------------------------------------------

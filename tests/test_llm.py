@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
+from transformers.cache_utils import DynamicCache
 from transformers.generation.logits_process import (
     MinPLogitsWarper,
     TemperatureLogitsWarper,
@@ -18,6 +19,7 @@ from transformers.generation.logits_process import (
 from transformers.models.llama.modeling_llama import apply_rotary_pos_emb, LlamaRotaryEmbedding
 
 from attention_book import CausalSelfAttention, KVCache, LlamaDecoder, apply_rotary, filter_logits, generate
+from test_decoding import count_calls
 
 VOCAB, PAD = 96, 0
 
@@ -169,6 +171,120 @@ def test_positions_per_sequence_equal_transformers_rotary():
     cos, sin = LlamaRotaryEmbedding(config)(q, position_ids)
     expected, _ = apply_rotary_pos_emb(q, q, cos, sin)
     torch.testing.assert_close(apply_rotary(q, position_ids), expected)
+
+
+# --- the attention weights, and the book's kernels in the decoder ---------------------------
+
+
+def eager(theirs):
+    """The same transformers model, attending eagerly: the only way it returns its weights."""
+    theirs.set_attn_implementation("eager")
+    return theirs
+
+
+@pytest.mark.parametrize("kv_heads", [1, 2, 4])
+def test_output_attentions_equal_transformers_eager(kv_heads):
+    theirs, ours = tiny_llama(seed=20 + kv_heads, kv_heads=kv_heads)
+    x = ids(2, 9, seed=20)
+    with torch.no_grad():
+        expected = eager(theirs)(x, output_attentions=True)
+        logits, attentions = ours(x, output_attentions=True)
+    assert isinstance(attentions, tuple) and len(attentions) == len(expected.attentions) == 2
+    for got, want in zip(attentions, expected.attentions):
+        assert got.shape == (2, 4, 9, 9)  # (N, h, T, T)
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=0)
+    torch.testing.assert_close(logits, expected.logits, atol=1e-5, rtol=0)
+
+
+def test_left_padded_attentions_equal_transformers_eager_on_real_queries():
+    theirs, ours = tiny_llama(seed=24)
+    x, mask = left_padded([9, 4, 6], 9, seed=24)
+    with torch.no_grad():
+        expected = eager(theirs)(x, attention_mask=mask, position_ids=hf_positions(theirs, mask),
+                                 output_attentions=True).attentions
+        _, attentions = ours(x, attention_mask=mask, output_attentions=True)
+    real = mask.bool()  # (N, T): the real query rows
+    for got, want in zip(attentions, expected):
+        torch.testing.assert_close(got.transpose(1, 2)[real], want.transpose(1, 2)[real], atol=1e-5, rtol=0)
+        # real queries give padding no weight; pad queries hold their causal row, summing to 1
+        assert (got.masked_select(~real[:, None, None, :] & real[:, None, :, None]) == 0).all()
+        assert (got.triu(1) == 0).all()
+        torch.testing.assert_close(got.sum(-1), torch.ones(3, 4, 9))
+
+
+def test_output_attentions_with_caches_equal_transformers_eager():
+    theirs, ours = tiny_llama(seed=25)
+    x = ids(2, 8, seed=25)
+    their_cache = DynamicCache(config=theirs.config)
+    caches = [KVCache() for _ in ours.layers]
+    eager(theirs)
+    with torch.no_grad():
+        for start, end in [(0, 5), (5, 6), (6, 7), (7, 8)]:
+            expected = theirs(x[:, start:end], cache=their_cache, use_cache=True,
+                              output_attentions=True)
+            logits, attentions = ours(x[:, start:end], caches=caches, output_attentions=True)
+            for got, want in zip(attentions, expected.attentions, strict=True):
+                assert got.shape == (2, 4, end - start, end)  # T_k counts the cached positions
+                torch.testing.assert_close(got, want, atol=1e-5, rtol=0)
+            torch.testing.assert_close(logits, expected.logits, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("kernel", ["book", "tiled"])
+def test_the_books_kernels_give_the_fused_logits_and_tokens(kernel, monkeypatch):
+    theirs, fused = tiny_llama(seed=26)
+    other = LlamaDecoder.from_hf(theirs, attention=kernel)
+    calls = count_calls(monkeypatch, kernel)
+    assert {layer.self_attn.attention for layer in other.layers} == {kernel}
+    assert {layer.self_attn.attention for layer in fused.layers} == {"fused"}
+    x = ids(2, 11, seed=26)
+    with torch.no_grad():
+        torch.testing.assert_close(other(x), fused(x), atol=1e-5, rtol=0)
+        caches = [KVCache() for _ in other.layers]
+        steps = [other(x[:, :6], caches=caches)] + [other(x[:, [t]], caches=caches) for t in range(6, 11)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), fused(x), atol=1e-5, rtol=0)
+    assert len(calls) == 2 * (1 + 6)  # in each layer, at each call of `other`; not in `fused`
+    assert torch.equal(generate(other, x, max_new_tokens=12), generate(fused, x, max_new_tokens=12))
+    built = LlamaDecoder(VOCAB, 32, 2, 4, 48, attention=kernel)
+    assert {layer.self_attn.attention for layer in built.layers} == {kernel}
+
+
+def test_the_book_kernel_pads_a_batch_as_the_fused_one():
+    theirs, fused = tiny_llama(seed=27)
+    book = LlamaDecoder.from_hf(theirs, attention="book")
+    x, mask = left_padded([9, 5, 2], 9, seed=27)
+    with torch.no_grad():
+        torch.testing.assert_close(book(x, attention_mask=mask), fused(x, attention_mask=mask),
+                                   atol=1e-5, rtol=0)
+    assert torch.equal(generate(book, x, attention_mask=mask, max_new_tokens=10),
+                       generate(fused, x, attention_mask=mask, max_new_tokens=10))
+
+
+def test_the_tiled_kernel_refuses_a_padded_batch_and_a_chunk_after_a_cache():
+    theirs, _ = tiny_llama(seed=28)
+    tiled = LlamaDecoder.from_hf(theirs, attention="tiled")
+    x, mask = left_padded([6, 3], 6, seed=28)
+    with pytest.raises(ValueError, match=r"^attention\b.*'tiled'.*attention_mask"):
+        generate(tiled, x, attention_mask=mask, max_new_tokens=2)
+    caches = [KVCache() for _ in tiled.layers]
+    with torch.no_grad():
+        tiled(x, caches=caches)
+        with pytest.raises(ValueError, match=r"^attention\b.*'tiled'.*cache"):
+            tiled(x[:, :2], caches=caches)
+
+
+@pytest.mark.parametrize("attention, error", [("eager", ValueError), ("sdpa", ValueError), (0, TypeError)])
+def test_a_bad_attention_names_the_argument(attention, error):
+    theirs, _ = tiny_llama()
+    with pytest.raises(error, match=r"^attention\b"):
+        LlamaDecoder.from_hf(theirs, attention=attention)
+    with pytest.raises(error, match=r"^attention\b"):
+        LlamaDecoder(VOCAB, 32, 2, 4, 48, attention=attention)
+
+
+def test_a_bad_output_attentions_names_the_argument():
+    _, ours = tiny_llama()
+    with pytest.raises(TypeError, match=r"^output_attentions\b"):
+        ours(ids(1, 3), output_attentions="yes")
 
 
 # --- generate -------------------------------------------------------------------------------
@@ -455,3 +571,39 @@ def test_smollm2_greedy_chat_and_padded_batch_equal_transformers(smollm2):
     got = generate(ours, batch["input_ids"], attention_mask=batch["attention_mask"], max_new_tokens=16,
                    eos_token_id=2)
     assert torch.equal(got, expected)
+
+
+def test_smollm2_attentions_equal_transformers_eager(smollm2):
+    tokenizer, theirs, ours = smollm2
+    x = chat(tokenizer, ["What is attention?"])["input_ids"]
+    try:
+        with torch.no_grad():
+            expected = eager(theirs)(x, output_attentions=True).attentions
+            _, attentions = ours(x, output_attentions=True)
+    finally:
+        theirs.set_attn_implementation("sdpa")
+    assert len(attentions) == 30 and attentions[0].shape == (1, 9, x.shape[1], x.shape[1])
+    difference = max((got - want).abs().max().item() for got, want in zip(attentions, expected, strict=True))
+    assert difference < 1e-5
+
+
+@pytest.fixture(scope="module")
+def fused_answer(smollm2):
+    """Chapter 11's question and its answer by the fused kernel: 48 greedy tokens."""
+    tokenizer, _, fused = smollm2
+    x = chat(tokenizer, ["What is attention in a transformer?"])["input_ids"]
+    answer = generate(fused, x, max_new_tokens=48, eos_token_id=2)
+    assert answer.shape[1] == x.shape[1] + 48  # no end token: every one of the 48 compared
+    return x, answer
+
+
+@pytest.mark.parametrize("kernel", ["book", "tiled"])
+def test_smollm2_books_kernels_give_the_fused_chat_answer(smollm2, fused_answer, kernel):
+    """The same 48 greedy tokens with each kernel, and logits within 1e-4."""
+    _, theirs, fused = smollm2
+    x, expected = fused_answer
+    other = LlamaDecoder.from_hf(theirs, attention=kernel)
+    with torch.no_grad():
+        difference = (other(x) - fused(x)).abs().max().item()
+    assert difference < 1e-4
+    assert torch.equal(generate(other, x, max_new_tokens=48, eos_token_id=2), expected)

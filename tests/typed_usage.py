@@ -71,6 +71,12 @@ def decode(x: Tensor) -> Tensor:
         steps = [layer.forward(x[:, [t]], cache=cache) for t in range(x.shape[1])]
         whole = layer.forward(x)
     torch.testing.assert_close(torch.cat(steps, dim=1), whole, atol=1e-5, rtol=0)
+    book = CausalSelfAttention(16, 4, num_kv_heads=2, attention="book")
+    book.load_state_dict(layer.state_dict())
+    with torch.no_grad():
+        output, weights = book.forward(x, output_attentions=True)  # (N, h, T, T) weights
+    torch.testing.assert_close(output, whole, atol=1e-5, rtol=0)
+    assert weights.shape == (2, 4, 5, 5) and book.attention == "book"
     keys: Tensor | None = cache.keys
     assert keys is not None and len(cache) == x.shape[1]
     rotated = apply_rotary(split_heads(x, 4), base=10000.0)
@@ -83,6 +89,11 @@ def language_model() -> Tensor:
     real = torch.tensor([[0, 0, 1, 1], [1, 1, 1, 1]])     # as a tokenizer returns it
     with torch.no_grad():
         logits: Tensor = model.forward(prompts, attention_mask=real)
+        again, attentions = model.forward(prompts, attention_mask=real, output_attentions=True)
+        tiled = LlamaDecoder(50, 16, 2, 4, 24, num_kv_heads=2, attention="tiled").eval()
+        unpadded: Tensor = tiled.forward(prompts[1:])
+    torch.testing.assert_close(again, logits)
+    assert len(attentions) == 2 and attentions[0].shape == (2, 4, 4, 4) and unpadded.shape == (1, 4, 50)
     kept = filter_logits(logits[:, -1], temperature=0.8, top_k=10, top_p=0.9, min_p=0.05)
     assert kept.shape == (2, 50)
     tokens = generate(model, prompts, attention_mask=real, max_new_tokens=3, eos_token_id=1,

@@ -8,11 +8,14 @@ __all__ = ['KVCache', 'CausalSelfAttention']
 # %% book/chapters/10_generating_text.md, cell 20
 import functools
 import weakref
+from typing import Literal, overload
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from attention_book.attention import scaled_dot_product_attention
+from attention_book.efficient import tiled_attention
 from attention_book.multihead import merge_heads, split_heads
 from attention_book._rotary import _rotation, _turned
 
@@ -119,27 +122,47 @@ class CausalSelfAttention(nn.Module):
             defaults to ``num_heads`` (multi-head attention); 1: multi-query attention.
         bias: whether the four projections have a bias.
         rope_base: the base of the rotary positions (``rope_theta`` in transformers).
+        attention: the kernel that attends (transformers' ``attn_implementation``),
+            kept as the attribute ``attention``: ``"fused"``, PyTorch's
+            ``F.scaled_dot_product_attention`` (the default); ``"book"``, chapter 2's
+            ``scaled_dot_product_attention``; ``"tiled"``, chapter 9's ``tiled_attention``,
+            whose only mask is ``is_causal``: a whole text, or one token after a cache,
+            with no padding. The last two repeat each key/value head for its query heads.
 
     Raises:
         TypeError: a size is not an int, or ``rope_base`` is not a real number.
+        TypeError: ``attention`` is not a str.
         ValueError: a size is not positive, or ``d_k`` is odd.
         ValueError: ``d_model % num_heads != 0``, or ``num_heads % num_kv_heads != 0``.
         ValueError: ``rope_base`` is not positive and finite.
+        ValueError: ``attention`` is not ``"fused"``, ``"book"`` or ``"tiled"``.
     """
 
     def __init__(self, d_model: int, num_heads: int, *, num_kv_heads: int | None = None,
-                 bias: bool = False, rope_base: float = 10000.0):
+                 bias: bool = False, rope_base: float = 10000.0, attention: str = "fused"):
         super().__init__()
         sizes = _check_sizes(d_model, num_heads, num_kv_heads, rope_base)
         self.d_model, self.num_heads, self.num_kv_heads, self.rope_base = sizes
+        self.attention = _check_attention(attention)
         self.d_k = self.d_model // self.num_heads
         self.q_proj = nn.Linear(self.d_model, self.num_heads * self.d_k, bias=bias)
         self.k_proj = nn.Linear(self.d_model, self.num_kv_heads * self.d_k, bias=bias)
         self.v_proj = nn.Linear(self.d_model, self.num_kv_heads * self.d_k, bias=bias)
         self.o_proj = nn.Linear(self.num_heads * self.d_k, self.d_model, bias=bias)
 
+    @overload
     def forward(self, x: Tensor, *, cache: KVCache | None = None,
-                attention_mask: Tensor | None = None) -> Tensor:
+                attention_mask: Tensor | None = None,
+                output_attentions: Literal[False] = False) -> Tensor: ...
+
+    @overload
+    def forward(self, x: Tensor, *, cache: KVCache | None = None,
+                attention_mask: Tensor | None = None,
+                output_attentions: Literal[True]) -> tuple[Tensor, Tensor]: ...
+
+    def forward(self, x: Tensor, *, cache: KVCache | None = None,
+                attention_mask: Tensor | None = None,
+                output_attentions: bool = False) -> Tensor | tuple[Tensor, Tensor]:
         """Attend from each position of ``x`` to itself and the positions before it.
 
         Args:
@@ -154,23 +177,35 @@ class CausalSelfAttention(nn.Module):
                 alone; a pad attends to all before it (its output is unused). Pass
                 the same mask, extended, at every call that continues a cache filled
                 with one.
+            output_attentions: also return the attention weights (transformers' name;
+                ``nn.MultiheadAttention`` calls it ``need_weights``). They are formed by
+                chapter 2's ``scaled_dot_product_attention`` whatever ``attention`` is, as
+                transformers forms them only in its ``"eager"`` attention: the fused and
+                tiled kernels never hold them.
 
         Returns:
-            The output ``(N, T, d_model)``.
+            The output ``(N, T, d_model)``; with ``output_attentions``, the pair
+            ``(output, weights)``, the weights of every query head ``(N, h, T, T_k)``,
+            ``T_k = T_cached + T``, equal to transformers' eager ones. A real query gives
+            padding and later positions weight 0; a pad query's row (unused, and not
+            transformers' row) spreads over every position up to it, padding included.
 
         Raises:
             TypeError: ``x`` is not a floating tensor of the weights' dtype.
             TypeError: ``cache`` is not a ``KVCache``, or holds another dtype.
             TypeError: ``attention_mask`` is not a bool or integer tensor.
+            TypeError: ``output_attentions`` is not a bool.
             ValueError: ``x`` is not ``(N, T, d_model)``.
             ValueError: ``cache`` belongs to another layer (the first that used it).
             ValueError: ``cache`` holds another batch size, shape of keys, or device.
             ValueError: ``attention_mask`` is not ``(N, T_cached + T)`` of 0s and 1s.
             ValueError: a row of ``attention_mask`` has no real token.
             ValueError: ``attention_mask`` is missing, and ``cache`` was filled with one.
+            ValueError: ``attention="tiled"``, with padding or ``T > 1`` positions after a cache.
             RuntimeError: ``cache`` is given in grad mode, and the keys need gradients.
         """
-        real = _check_forward(self, x, cache, attention_mask)  # (N, T_k) bool, or None
+        # (N, T_k) bool, or None
+        real = _check_forward(self, x, cache, attention_mask, output_attentions)
         start = 0 if cache is None else cache.next_position
         # cos and sin of the new positions' angles: (T, d_k) or (N, 1, T, d_k) each
         rotation = _rotation_at(real, start, x.shape[1], self.d_k, self.rope_base, x)
@@ -182,7 +217,10 @@ class CausalSelfAttention(nn.Module):
             k, v = cache.append(k, v)  # (N, h_kv, T_k, d_k) each, new positions last
             cache._layer = weakref.ref(self)  # the cache is this layer's from now on
             cache._padded |= real is not None
-        heads = _causal_attention(q, k, v, real)  # (N, h, T, d_k)
+        if output_attentions:  # chapter 2's function: the one kernel that forms the weights
+            heads, weights = _book_attention(q, k, v, real)  # (N, h, T, d_k), (N, h, T, T_k)
+            return self.o_proj(merge_heads(heads)), weights  # (N, T, d_model), the weights
+        heads = _causal_attention(q, k, v, real, self.attention)  # (N, h, T, d_k)
         return self.o_proj(merge_heads(heads))  # (N, T, d_model)
 
 
@@ -205,20 +243,46 @@ def _rotation_from(start: int, T: int, d_k: int, base: float, dtype: torch.dtype
     return _rotation(positions, d_k, base, dtype, 4)           # (T, d_k) each
 
 
-def _causal_attention(q: Tensor, k: Tensor, v: Tensor,
-                      real: Tensor | None = None) -> Tensor:
+def _causal_attention(q: Tensor, k: Tensor, v: Tensor, real: Tensor | None = None,
+                      attention: str = "fused") -> Tensor:
     """Query i of T_q sees the keys up to T_k - T_q + i, the real ones if ``real``."""
     T_q, T_k = q.shape[2], k.shape[2]
+    if attention == "book":
+        return _book_attention(q, k, v, real)[0]  # (N, h, T_q, d_k)
+    if attention == "tiled":  # a whole text or one token, no padding (checked): top left
+        return tiled_attention(q, *_repeated(q, k, v), is_causal=T_q > 1)[0]
     if real is None and (T_q == T_k or T_q == 1):  # a whole text or one token: no mask
         return F.scaled_dot_product_attention(q, k, v, is_causal=T_q > 1,
                                               enable_gqa=True)
+    mask = _allowed(real, T_q, T_k, q.device)  # (T_q, T_k) or (N, 1, T_q, T_k)
+    # (N, h, T_q, d_k)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+
+
+def _book_attention(q: Tensor, k: Tensor, v: Tensor,
+                    real: Tensor | None) -> tuple[Tensor, Tensor]:
+    """Chapter 2's attention: the heads (N, h, T_q, d_k) and weights (N, h, T_q, T_k)."""
+    T_q, T_k = q.shape[2], k.shape[2]
+    mask = None if real is None and T_q == 1 else _allowed(real, T_q, T_k, q.device)
+    return scaled_dot_product_attention(q, *_repeated(q, k, v), mask)
+
+
+def _repeated(q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+    """Each key/value head repeated for its query heads: (N, h, T_k, d_k) each."""
+    group = q.shape[1] // k.shape[1]  # query head c reads key/value head c // group
+    if group == 1:
+        return k, v
+    return k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+
+
+def _allowed(real: Tensor | None, T_q: int, T_k: int, device: torch.device) -> Tensor:
+    """The causal mask aligned bottom right, less the padding keys of real queries."""
     # (T_q, T_k), True = may attend
-    mask = torch.ones(T_q, T_k, dtype=torch.bool, device=q.device).tril(T_k - T_q)
+    mask = torch.ones(T_q, T_k, dtype=torch.bool, device=device).tril(T_k - T_q)
     if real is not None:  # padding queries keep the causal row: none is empty
         keeps = real[:, None, :] | ~real[:, -T_q:, None]  # (N, T_q, T_k)
         mask = (mask & keeps)[:, None]                    # (N, 1, T_q, T_k)
-    # (N, h, T_q, d_k)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+    return mask
 
 
 # %% book/chapters/10_generating_text.md, cell 24
@@ -284,21 +348,63 @@ def _check_append(cache: "KVCache", keys: Tensor, values: Tensor) -> None:
 
 
 def _check_forward(module: "CausalSelfAttention", x: Tensor, cache: object,
-                   attention_mask: object) -> Tensor | None:
+                   attention_mask: object, output_attentions: object) -> Tensor | None:
     """Checks the arguments; returns ``attention_mask`` as bool ``(N, T_k)``, None without padding."""
     check_tokens("x", x, "d_model", module.d_model, module.q_proj.weight.dtype)
+    if not isinstance(output_attentions, bool):
+        raise TypeError(f"output_attentions must be a bool, got {type(output_attentions).__name__}")
+    kernel = _check_attention(module.attention)  # an attribute: it may have been set since
     if cache is not None:
         _check_cache(module, x, cache)
+    cached = len(cache) if isinstance(cache, KVCache) else 0
     if attention_mask is None:
         if isinstance(cache, KVCache) and cache._padded:
             raise ValueError(
                 "attention_mask is missing: the cache was filled with padding (a mask with "
                 "0s); pass the same mask at every call, extended by the new tokens"
             )
-        return None
-    T_k = x.shape[1] + (len(cache) if isinstance(cache, KVCache) else 0)
-    real = check_real_tokens("attention_mask", attention_mask, "(N, T_cached + T)", (x.shape[0], T_k))
-    return None if bool(real.all()) else real.to(x.device)  # no padding: the fast path
+        real = None
+    else:
+        real = check_real_tokens("attention_mask", attention_mask, "(N, T_cached + T)",
+                                 (x.shape[0], x.shape[1] + cached))
+        real = None if bool(real.all()) else real.to(x.device)  # no padding: the fast path
+    if kernel == "tiled" and not output_attentions:
+        _check_tiled(real, x.shape[1], cached)
+    return real
+
+
+_KERNELS = {"fused": "PyTorch's F.scaled_dot_product_attention",
+            "book": "chapter 2's scaled_dot_product_attention",
+            "tiled": "chapter 9's tiled_attention"}
+
+
+def _check_attention(attention: object) -> str:
+    if not isinstance(attention, str):
+        raise TypeError(f"attention must be a str, 'fused', 'book' or 'tiled', got "
+                        f"{type(attention).__name__} {attention!r}")
+    if attention not in _KERNELS:
+        theirs = {"sdpa": "fused", "eager": "book"}.get(attention)
+        hint = f" (transformers' attn_implementation {attention!r} is {theirs!r} here)" if theirs else ""
+        kernels = ", ".join(f"{name!r} ({kernel})" for name, kernel in _KERNELS.items())
+        raise ValueError(f"attention must be one of {kernels}, got {attention!r}{hint}")
+    return attention
+
+
+def _check_tiled(real: Tensor | None, T: int, cached: int) -> None:
+    """What tiled_attention, whose only mask is is_causal aligned top left, can attend."""
+    if real is not None:
+        raise ValueError(
+            f"attention='tiled' cannot leave padding out: tiled_attention takes no mask, and "
+            f"attention_mask pads {int((~real.all(dim=-1)).sum())} of the {len(real)} "
+            f"sequences; use attention='fused' or 'book' for a padded batch"
+        )
+    if T > 1 and cached:
+        raise ValueError(
+            f"attention='tiled' cannot attend {T} new positions after a cache of {cached}: "
+            f"tiled_attention's is_causal is aligned top left (query i sees the keys j <= i), "
+            f"and a chunk after the cache needs it bottom right; feed the cache one token at "
+            f"a time, or use attention='fused' or 'book'"
+        )
 
 
 def _check_cache(module: "CausalSelfAttention", x: Tensor, cache: object) -> None:

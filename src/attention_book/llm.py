@@ -6,6 +6,8 @@ __all__ = ['LlamaDecoder', 'generate', 'filter_logits']
 
 
 # %% book/chapters/11_a_real_model.md, cell 13
+from typing import Literal, overload
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -47,17 +49,23 @@ class _Block(nn.Module):
     """One decoder layer: attention, then the MLP, each after an RMSNorm and around a residual."""
 
     def __init__(self, d_model: int, num_heads: int, num_kv_heads: int, d_ff: int,
-                 rope_base: float, eps: float):
+                 rope_base: float, eps: float, attention: str):
         super().__init__()
         self.input_layernorm = _RMSNorm(d_model, eps)
         self.self_attn = CausalSelfAttention(d_model, num_heads, num_kv_heads=num_kv_heads,
-                                             rope_base=rope_base)
+                                             rope_base=rope_base, attention=attention)
         self.post_attention_layernorm = _RMSNorm(d_model, eps)
         self.mlp = _SwiGLU(d_model, d_ff)
 
-    def forward(self, x: Tensor, cache: KVCache | None, attention_mask: Tensor | None) -> Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), cache=cache, attention_mask=attention_mask)
-        return x + self.mlp(self.post_attention_layernorm(x))  # (N, T, d_model)
+    def forward(self, x: Tensor, cache: KVCache | None, attention_mask: Tensor | None,
+                output_attentions: bool = False) -> tuple[Tensor, Tensor | None]:
+        """The output ``(N, T, d_model)``, and the weights ``(N, h, T, T_k)`` or None."""
+        attended = self.self_attn(self.input_layernorm(x), cache=cache,
+                                  attention_mask=attention_mask,
+                                  output_attentions=output_attentions)
+        attended, weights = attended if output_attentions else (attended, None)
+        x = x + attended
+        return x + self.mlp(self.post_attention_layernorm(x)), weights  # (N, T, d_model)
 
 
 class LlamaDecoder(nn.Module):
@@ -81,18 +89,23 @@ class LlamaDecoder(nn.Module):
         tie_embeddings: whether the LM head shares the embedding's matrix.
         max_position_embeddings: the context length the model was trained for, or None;
             ``generate`` warns past it, as transformers' does (``from_hf`` copies it).
+        attention: every layer's kernel, as ``CausalSelfAttention`` takes it (transformers'
+            ``attn_implementation``): ``"fused"`` (PyTorch's, the default), ``"book"``
+            (chapter 2's ``scaled_dot_product_attention``) or ``"tiled"`` (chapter 9's
+            ``tiled_attention``: no padded batch, and a cache continued one token at a time).
 
     Raises:
         TypeError: a size is not an int, or ``rope_base`` or ``eps`` not a real number.
-        TypeError: ``tie_embeddings`` is not a bool.
+        TypeError: ``tie_embeddings`` is not a bool, or ``attention`` not a str.
         ValueError: a size is not positive, or ``rope_base`` or ``eps`` is not positive.
         ValueError: the heads do not divide as ``CausalSelfAttention`` requires.
+        ValueError: ``attention`` is not ``"fused"``, ``"book"`` or ``"tiled"``.
     """
 
     def __init__(self, vocab_size: int, d_model: int, num_layers: int, num_heads: int, d_ff: int,
                  *, num_kv_heads: int | None = None, rope_base: float = 10000.0,
                  eps: float = 1e-5, tie_embeddings: bool = False,
-                 max_position_embeddings: int | None = None):
+                 max_position_embeddings: int | None = None, attention: str = "fused"):
         super().__init__()
         sizes = _check_sizes(vocab_size, d_model, num_layers, d_ff, eps, tie_embeddings)
         self.vocab_size, self.d_model, self.eps = sizes
@@ -100,7 +113,7 @@ class LlamaDecoder(nn.Module):
         self.embed_tokens = nn.Embedding(vocab_size, d_model)
         self.layers = _Layers(
             _Block(d_model, num_heads, num_heads if num_kv_heads is None else num_kv_heads, d_ff,
-                   rope_base, self.eps)
+                   rope_base, self.eps, attention)
             for _ in range(num_layers))
         self.norm = _RMSNorm(d_model, self.eps)
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
@@ -110,42 +123,66 @@ class LlamaDecoder(nn.Module):
         if tie_embeddings:
             self.lm_head.weight = self.embed_tokens.weight  # one matrix, read both ways
 
+    @overload
     def forward(self, input_ids: Tensor, *, caches: "Sequence[KVCache] | None" = None,
-                attention_mask: Tensor | None = None) -> Tensor:
+                attention_mask: Tensor | None = None,
+                output_attentions: Literal[False] = False) -> Tensor: ...
+
+    @overload
+    def forward(self, input_ids: Tensor, *, caches: "Sequence[KVCache] | None" = None,
+                attention_mask: Tensor | None = None,
+                output_attentions: Literal[True]) -> tuple[Tensor, tuple[Tensor, ...]]: ...
+
+    def forward(self, input_ids: Tensor, *, caches: "Sequence[KVCache] | None" = None,
+                attention_mask: Tensor | None = None,
+                output_attentions: bool = False) -> Tensor | tuple[Tensor, tuple[Tensor, ...]]:
         """The logits ``(N, T, vocab_size)`` of the next token after each of ``input_ids`` ``(N, T)``.
 
         ``caches``, one ``KVCache`` per layer, continue a text as ``CausalSelfAttention`` does;
         ``attention_mask`` ``(N, T_cached + T)``, True or 1 = real token, pads on the left.
+        With ``output_attentions``, the pair ``(logits, attentions)``: one ``(N, h, T, T_k)``
+        tensor of weights per layer, ``T_k = T_cached + T``, as transformers returns them with
+        ``attn_implementation="eager"`` (``CausalSelfAttention`` says what pad rows hold).
 
         Raises:
             TypeError: ``input_ids`` is not an int64 or int32 tensor.
             TypeError: ``caches`` is not a list or tuple of ``KVCache``.
+            TypeError: ``output_attentions`` is not a bool.
             ValueError: ``input_ids`` is not ``(N, T)``, or holds an id outside the vocabulary.
             ValueError: ``caches`` does not hold one cache per layer, all of one length.
             TypeError, ValueError: ``attention_mask`` as ``CausalSelfAttention`` checks it.
+            ValueError: ``attention="tiled"``, with padding or a chunk after the caches.
         """
+        wanted = _check_bool("output_attentions", output_attentions)
+        attentions: list[Tensor] | None = [] if wanted else None
         # (N, T, vocab_size)
-        return self.lm_head(self._hidden(input_ids, caches, attention_mask))
+        logits = self.lm_head(self._hidden(input_ids, caches, attention_mask, attentions))
+        return logits if attentions is None else (logits, tuple(attentions))
 
     def _hidden(self, input_ids: Tensor, caches: "Sequence[KVCache] | None",
-                attention_mask: Tensor | None) -> Tensor:
-        """The last layer's normalised output ``(N, T, d_model)``: what the LM head reads."""
+                attention_mask: Tensor | None, attentions: list[Tensor] | None = None) -> Tensor:
+        """The last layer's normalised output ``(N, T, d_model)``: what the LM head reads.
+        Each layer's weights ``(N, h, T, T_k)`` are appended to ``attentions`` if given."""
         per_layer, real = _check_forward(self, input_ids, caches, attention_mask)
         x = self.embed_tokens(input_ids)  # (N, T, d_model)
         for layer, cache in zip(self.layers, per_layer):
-            x = layer(x, cache, real)     # (N, T, d_model)
+            x, weights = layer(x, cache, real, attentions is not None)  # (N, T, d_model)
+            if attentions is not None:
+                attentions.append(weights)  # (N, h, T, T_k)
         return self.norm(x)               # (N, T, d_model)
 
     @classmethod
-    def from_hf(cls, model: nn.Module) -> "LlamaDecoder":
+    def from_hf(cls, model: nn.Module, attention: str = "fused") -> "LlamaDecoder":
         """The same decoder as transformers' ``LlamaForCausalLM`` ``model``, its weights copied.
 
-        The result has ``model``'s dtype and device, in eval mode.
+        The result has ``model``'s dtype and device, in eval mode, and attends with
+        ``attention``, as ``LlamaDecoder`` takes it (not ``model``'s ``attn_implementation``).
 
         Raises:
             TypeError: ``model`` is not a ``LlamaForCausalLM``.
             ValueError: ``model`` has biases, RoPE scaling or another activation than SiLU.
             ValueError: ``model``'s ``head_dim`` is not ``d_model / num_heads``.
+            TypeError, ValueError: ``attention`` as ``LlamaDecoder`` checks it.
         """
         config = _check_hf(model)
         ours = cls(config.vocab_size, config.hidden_size, config.num_hidden_layers,
@@ -153,7 +190,8 @@ class LlamaDecoder(nn.Module):
                    num_kv_heads=config.num_key_value_heads,
                    rope_base=config.rope_parameters["rope_theta"], eps=config.rms_norm_eps,
                    tie_embeddings=config.tie_word_embeddings,
-                   max_position_embeddings=getattr(config, "max_position_embeddings", None))
+                   max_position_embeddings=getattr(config, "max_position_embeddings", None),
+                   attention=attention)
         weights = {name.removeprefix("model."): w for name, w in model.state_dict().items()}
         # tied, stored once
         weights.setdefault("lm_head.weight", weights["embed_tokens.weight"])
@@ -254,6 +292,12 @@ def _check_sizes(vocab_size: object, d_model: object, num_layers: object, d_ff: 
     if not isinstance(tie_embeddings, bool):
         raise TypeError(f"tie_embeddings must be a bool, got {type(tie_embeddings).__name__}")
     return vocab_size, d_model, eps
+
+
+def _check_bool(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
+    return value
 
 
 def _check_ids(model: "LlamaDecoder", input_ids: object) -> Tensor:
