@@ -200,7 +200,7 @@ class LlamaDecoder(nn.Module):
         return ours.eval()
 
 
-# %% book/chapters/11_a_real_model.md, cell 19
+# %% book/chapters/11_a_real_model.md, cell 21
 def generate(model: LlamaDecoder, input_ids: Tensor, *, max_new_tokens: int,
              attention_mask: Tensor | None = None, eos_token_id: "int | Sequence[int] | None" = None,
              pad_token_id: int | None = None, do_sample: bool = False, temperature: float = 1.0,
@@ -258,7 +258,7 @@ def generate(model: LlamaDecoder, input_ids: Tensor, *, max_new_tokens: int,
     return tokens.clone()  # a plain tensor again, usable with autograd
 
 
-# %% book/chapters/11_a_real_model.md, cell 21
+# %% book/chapters/11_a_real_model.md, cell 23
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol, cast
@@ -455,7 +455,7 @@ def _check_ends(model: "LlamaDecoder", eos_token_id: object) -> list[int] | None
     return [_check_id(model, "eos_token_id", eos_token_id)]
 
 
-# %% book/chapters/11_a_real_model.md, cell 29
+# %% book/chapters/11_a_real_model.md, cell 34
 def filter_logits(logits: Tensor, *, temperature: float = 1.0, top_k: int | None = None,
                   top_p: float | None = None, min_p: float | None = None) -> Tensor:
     """The logits ``(..., vocab_size)`` with the tokens that sampling must skip set to ``-inf``.
