@@ -36,7 +36,7 @@ def extended_attention_mask(
     return torch.where(keep, zero, minimum)  # (N, 1, 1, T): +0 keeps, finfo.min removes
 
 
-# %% book/chapters/07_bert_self_attention.md, cell 18
+# %% book/chapters/07_bert_self_attention.md, cell 17
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -61,7 +61,7 @@ class BertConfig:
     attention_probs_dropout_prob: float = 0.1
 
 
-# %% book/chapters/07_bert_self_attention.md, cell 20
+# %% book/chapters/07_bert_self_attention.md, cell 18
 class _BertSettings(Protocol):
     """The type of ``config``: what ``BertSelfAttention`` reads, for type checkers."""
 
@@ -73,7 +73,7 @@ class _BertSettings(Protocol):
     def attention_probs_dropout_prob(self) -> float: ...
 
 
-# %% book/chapters/07_bert_self_attention.md, cell 22
+# %% book/chapters/07_bert_self_attention.md, cell 19
 import math
 
 from torch import nn
@@ -167,7 +167,7 @@ class BertSelfAttention(nn.Module):
         return (context, probs) if output_attentions else (context,)
 
 
-# %% book/chapters/07_bert_self_attention.md, cell 24
+# %% book/chapters/07_bert_self_attention.md, cell 21
 from attention_book._checks import broadcasts_to, check_int, check_probability, check_tokens
 
 
