@@ -5,7 +5,9 @@
 __all__ = []
 
 
-# %% book/chapters/08_positions.md, cell 16
+# %% book/chapters/08_positions.md, cell 58
+import functools
+
 import torch
 from torch import Tensor
 
@@ -17,9 +19,6 @@ def _frequencies(
     exponents = torch.arange(0, d, 2, dtype=dtype, device=device) / d  # (d/2,): 2r / d
     return 1.0 / base**exponents  # (d/2,)
 
-
-# %% book/chapters/08_positions.md, cell 56
-import functools
 
 # every layer calls apply_rotary with the same d and base: compute theta_r once
 _cached_frequencies = functools.lru_cache(maxsize=64)(_frequencies)

@@ -5,10 +5,11 @@
 __all__ = ['sinusoidal_positions', 'apply_rotary']
 
 
-# %% book/chapters/08_positions.md, cell 17
+# %% book/chapters/08_positions.md, cell 16
 import torch
 from torch import Tensor
 
+from attention_book._checks import check_floating, check_int, check_real
 from attention_book._rotary import _frequencies
 
 
@@ -49,10 +50,6 @@ def sinusoidal_positions(
     return pairs.flatten(-2).to(dtype)  # (T, d_model): sin, cos, sin, cos, ...
 
 
-# %% book/chapters/08_positions.md, cell 18
-from attention_book._checks import check_floating, check_int, check_real
-
-
 def _check_base(base: object) -> float:
     base = check_real("base", base)
     if base <= 0:
@@ -70,7 +67,7 @@ def _check_sinusoidal(T: object, d_model: object, base: object, dtype: object) -
     return T, d_model, _check_base(base)
 
 
-# %% book/chapters/08_positions.md, cell 57
+# %% book/chapters/08_positions.md, cell 59
 from attention_book._rotary import _rotation, _turned
 
 
@@ -106,7 +103,6 @@ def apply_rotary(
     return _turned(x, cos, sin)  # (..., T, d)
 
 
-# %% book/chapters/08_positions.md, cell 58
 def _check_positions(positions: object, x: Tensor) -> Tensor:
     T = x.shape[-2]
     if positions is None:
