@@ -10,7 +10,7 @@ import torch
 from torch import Tensor
 
 from attention_book._checks import check_floating, check_int, check_real
-from attention_book._rotary import _frequencies
+from attention_book._rotary import _frequencies  # defined with apply_rotary, below
 
 
 def sinusoidal_positions(
