@@ -599,11 +599,15 @@ def fused_answer(smollm2):
 
 @pytest.mark.parametrize("kernel", ["book", "tiled"])
 def test_smollm2_books_kernels_give_the_fused_chat_answer(smollm2, fused_answer, kernel):
-    """The same 48 greedy tokens with each kernel, and logits within 1e-4."""
+    """The same 48 greedy tokens with each kernel, and logits within 2e-4.
+
+    The kernels round differently in float32, through 30 layers, on logits up to about 39:
+    the largest gap of "book" was 5.7e-5 on this machine's own CPU path, 8.2e-5 on AVX2 and
+    1.1e-4 on PyTorch's generic path (ATEN_CPU_CAPABILITY=default).
+    """
     _, theirs, fused = smollm2
     x, expected = fused_answer
     other = LlamaDecoder.from_hf(theirs, attention=kernel)
     with torch.no_grad():
-        difference = (other(x) - fused(x)).abs().max().item()
-    assert difference < 1e-4
+        torch.testing.assert_close(other(x), fused(x), atol=2e-4, rtol=0)
     assert torch.equal(generate(other, x, max_new_tokens=48, eos_token_id=2), expected)
