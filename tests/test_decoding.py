@@ -666,6 +666,20 @@ def test_bad_windows_name_the_argument(value, error):
         layer(randn(1, 2, 16))
 
 
+@torch.no_grad()
+def test_a_subclass_with_a_window_of_its_own_is_not_refused():
+    """Chapter 10's exercise subclasses KVCache with its own `window`: the checks read `_window`."""
+
+    class Mine(KVCache):
+        def __init__(self):
+            super().__init__()
+            self.window = 2
+
+    cache = Mine()
+    CausalSelfAttention(16, 4)(randn(1, 3, 16), cache=cache)
+    assert len(cache) == 3 and cache._window is None
+
+
 def test_windows_accept_numpy_integers():
     assert CausalSelfAttention(16, 4, sliding_window=np.int64(3)).sliding_window == 3
     assert type(KVCache(window=np.int32(3)).window) is int

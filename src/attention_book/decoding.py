@@ -53,7 +53,8 @@ class KVCache:
     """
 
     def __init__(self, window: int | None = None) -> None:
-        self.window = _check_window("window", window)
+        # `window` to read; the code reads `_window`, as a subclass may have a `window` of its own
+        self.window = self._window = _check_window("window", window)
         self._keys: Tensor | None = None    # (N, h_kv, capacity, d_k)
         self._values: Tensor | None = None  # (N, h_kv, capacity, d_v)
         self._first = 0   # the buffer's index of the oldest position held
@@ -111,18 +112,18 @@ class KVCache:
         T_new = keys.shape[2]
         start = self._first + self._length  # where the new positions go
         if self._keys is None or self._values is None or start + T_new > self.capacity:
-            if self.window is None:
+            if self._window is None:
                 capacity = max(start + T_new, 2 * self.capacity)
             else:  # room for 2W; the positions held move to the start
-                capacity = max(2 * self.window, self._length + T_new)
+                capacity = max(2 * self._window, self._length + T_new)
             self._keys, self._values = self._grown(keys, values, capacity)
             self._first, start = 0, self._length
         first, end = self._first, start + T_new
         self._keys[:, :, start:end] = keys      # (N, h_kv, T_new, d_k)
         self._values[:, :, start:end] = values  # (N, h_kv, T_new, d_v)
         self._length, self._seen = self._length + T_new, self._seen + T_new
-        if self.window is not None and self._length > self.window - 1:
-            self._first, self._length = end - (self.window - 1), self.window - 1
+        if self._window is not None and self._length > self._window - 1:
+            self._first, self._length = end - (self._window - 1), self._window - 1
         # (N, h_kv, T, d_k) and (N, h_kv, T, d_v)
         return self._keys[:, :, first:end], self._values[:, :, first:end]
 
@@ -486,10 +487,10 @@ def _check_cache(module: "CausalSelfAttention", x: Tensor, cache: object,
                  window: int | None) -> None:
     if not isinstance(cache, KVCache):
         raise TypeError(f"cache must be a KVCache or None, got {type(cache).__name__}")
-    if cache.window is not None and (window is None or window > cache.window):
+    if cache._window is not None and (window is None or window > cache._window):
         wanted = "KVCache()" if window is None else f"KVCache(window={window}) or a KVCache()"
         raise ValueError(
-            f"cache has window={cache.window}: it keeps the last {cache.window - 1} positions, "
+            f"cache has window={cache._window}: it keeps the last {cache._window - 1} positions, "
             f"and the layer's sliding_window={window} attends further back; give the layer a "
             f"{wanted}"
         )
