@@ -11,9 +11,11 @@ from hypothesis import strategies as st
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
-from transformers import LlamaConfig, LlamaForCausalLM
-from transformers.cache_utils import DynamicCache
+from transformers import LlamaConfig, LlamaForCausalLM, MistralConfig
+from transformers.cache_utils import DynamicCache, DynamicSlidingWindowLayer
+from transformers.masking_utils import create_sliding_window_causal_mask
 from transformers.models.llama.modeling_llama import LlamaAttention, LlamaRotaryEmbedding
+from transformers.models.mistral.modeling_mistral import MistralAttention, MistralRotaryEmbedding
 
 from attention_book import CausalSelfAttention, KVCache, decoding
 from references import attention_float64
@@ -417,6 +419,270 @@ def test_an_attention_changed_after_construction_is_checked_at_the_call():
         layer(randn(1, 2, 16))
     layer.attention = "book"
     layer(randn(1, 2, 16))
+
+
+# --- the sliding window ---------------------------------------------------------------------
+
+
+def mistral_and_ours(window, d_model=64, heads=8, kv_heads=2, *, seed=0, attention="fused"):
+    """transformers' MistralAttention (eager, sliding_window=window) and the book's layer, the same weights."""
+    config = MistralConfig(hidden_size=d_model, num_attention_heads=heads, num_key_value_heads=kv_heads,
+                           head_dim=d_model // heads, sliding_window=window, num_hidden_layers=1,
+                           attn_implementation="eager")
+    torch.manual_seed(seed)
+    theirs = MistralAttention(config, layer_idx=0).eval()
+    ours = CausalSelfAttention(d_model, heads, num_kv_heads=kv_heads, sliding_window=window,
+                               attention=attention).eval()
+    ours.load_state_dict(theirs.state_dict())
+    return config, theirs, ours
+
+
+def mistral(config, theirs, x, real, cache=None):
+    """MistralAttention on x (N, T, d_model) under transformers' own sliding mask: its output and
+    weights. ``real``: the (N, T_seen + T) mask of real tokens; positions count them (cumsum - 1)."""
+    T = x.shape[1]
+    positions = (real.long().cumsum(-1) - 1).clamp(min=0)[:, -T:]
+    mask = create_sliding_window_causal_mask(config, x, real.long(), cache, positions)
+    embeddings = MistralRotaryEmbedding(config)(x, positions)
+    return theirs(x, embeddings, mask, cache=cache)
+
+
+def test_sliding_window_is_transformers_name_and_convention():
+    """The same name as in transformers' configs; key j visible to query i when i - W < j <= i."""
+    assert MistralConfig(sliding_window=4).sliding_window == 4
+    layer = CausalSelfAttention(16, 4, sliding_window=3)
+    assert layer.sliding_window == 3 and CausalSelfAttention(16, 4).sliding_window is None
+    with torch.no_grad():
+        _, weights = layer(randn(1, 6, 16), output_attentions=True)  # (1, h, 6, 6)
+    i, j = torch.arange(6)[:, None], torch.arange(6)
+    assert torch.equal(weights[0, 0] > 0, (j <= i) & (j > i - 3))
+
+
+@pytest.mark.parametrize("attention", ["fused", "book"])
+@pytest.mark.parametrize("window", [1, 3, 5, 11, 40])
+@pytest.mark.parametrize("kv_heads", [1, 2, 8])
+def test_sliding_window_equals_mistral_attention(window, kv_heads, attention):
+    config, theirs, ours = mistral_and_ours(window, kv_heads=kv_heads, seed=window, attention=attention)
+    x = randn(3, 11, 64, seed=20)
+    with torch.no_grad():
+        expected, expected_weights = mistral(config, theirs, x, torch.ones(3, 11, dtype=torch.bool))
+        output, weights = ours(x, output_attentions=True)
+        torch.testing.assert_close(ours(x), expected, atol=1e-5, rtol=0)
+    torch.testing.assert_close(output, expected, atol=1e-5, rtol=0)
+    torch.testing.assert_close(weights, expected_weights, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("attention", ["fused", "book"])
+@pytest.mark.parametrize("window", [2, 3, 5])
+def test_a_windowed_cache_decodes_as_mistral_with_its_sliding_cache(window, attention):
+    """Pieces and single tokens, left padding, weights too: the same outputs and the same cache.
+
+    Not window=1: transformers' DynamicSlidingWindowLayer keeps keys[:, :, -window + 1:], which is
+    every key for window=1, and its own attention then fails on the mask (transformers 5.24)."""
+    config, theirs, ours = mistral_and_ours(window, kv_heads=2, seed=21, attention=attention)
+    x = randn(2, 12, 64, seed=21)
+    real = torch.tensor([[0, 0, 0] + [1] * 9, [1] * 12], dtype=torch.bool)  # the first padded
+    their_cache, our_cache = DynamicCache(config=config), KVCache(window=window)
+    assert isinstance(their_cache.layers[0], DynamicSlidingWindowLayer)
+    with torch.no_grad():
+        for start, end in [(0, 5), (5, 6), (6, 9), (9, 10), (10, 11), (11, 12)]:
+            piece, seen = x[:, start:end], real[:, :end]
+            expected, expected_weights = mistral(config, theirs, piece, seen, cache=their_cache)
+            output, weights = ours(piece, cache=our_cache, attention_mask=seen, output_attentions=True)
+            keep = seen[:, -piece.shape[1]:]  # real queries: a pad's row is unused (and not theirs)
+            torch.testing.assert_close(output[keep], expected[keep], atol=1e-5, rtol=0)
+            torch.testing.assert_close(weights.transpose(1, 2)[keep], expected_weights.transpose(1, 2)[keep],
+                                       atol=1e-5, rtol=0)
+            assert our_cache.next_position == end and len(our_cache) == min(end, window - 1)
+    torch.testing.assert_close(our_cache.keys, their_cache.layers[0].keys, atol=1e-6, rtol=0)
+    torch.testing.assert_close(our_cache.values, their_cache.layers[0].values, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("attention", ["fused", "book"])
+def test_a_padded_windowed_cache_decodes_as_the_padded_full_pass(attention):
+    torch.manual_seed(22)
+    layer = CausalSelfAttention(32, 4, num_kv_heads=2, sliding_window=3, attention=attention).eval()
+    x = randn(2, 10, 32, seed=22)
+    real = torch.tensor([[0, 0, 1, 1, 1, 1, 1, 1, 1, 1], [1] * 10])
+    cache = KVCache(window=3)
+    with torch.no_grad():
+        full = layer(x, attention_mask=real)
+        for start, end in [(0, 4), *[(t, t + 1) for t in range(4, 10)]]:
+            step = layer(x[:, start:end], cache=cache, attention_mask=real[:, :end])
+            keep = real[:, start:end].bool()
+            torch.testing.assert_close(step[keep], full[:, start:end][keep], atol=1e-5, rtol=0)
+        with pytest.raises(ValueError, match=r"^attention_mask\b.*\(2, 11\)"):  # the whole history
+            layer(x[:, :1], cache=cache, attention_mask=real[:, -3:])
+
+
+@pytest.mark.parametrize("window", [1, 2, 5])
+@pytest.mark.parametrize("kv_heads", [1, 3, 6])
+def test_sliding_window_float64_equals_an_independent_computation(kv_heads, window):
+    torch.manual_seed(kv_heads)
+    heads, d_model, T = 6, 48, 9
+    d_k = d_model // heads
+    ours = CausalSelfAttention(d_model, heads, num_kv_heads=kv_heads, rope_base=500.0,
+                               sliding_window=window).double()
+    x = randn(2, T, d_model, seed=23, dtype=torch.float64)
+
+    def project(layer, count):  # (N, T, count * d_k) -> (N, count, T, d_k)
+        return (x @ layer.weight.T).view(2, T, count, d_k).transpose(1, 2)
+
+    positions = torch.arange(T)
+    q = rope_float64(project(ours.q_proj, heads), positions, base=500.0)     # (N, h, T, d_k)
+    k = rope_float64(project(ours.k_proj, kv_heads), positions, base=500.0)  # (N, h_kv, T, d_k)
+    v = project(ours.v_proj, kv_heads)                                       # (N, h_kv, T, d_k)
+    group = [c * kv_heads // heads for c in range(heads)]  # the key/value head of each query head
+    i, j = positions[:, None], positions[None, :]
+    allowed = (j <= i) & (i - j < window)  # the window most recent keys, its own included
+    heads_out, expected_weights = attention_float64(q, k[:, group], v[:, group], allowed)
+    expected = heads_out.transpose(1, 2).reshape(2, T, d_model) @ ours.o_proj.weight.T
+    with torch.no_grad():
+        output, weights = ours(x, output_attentions=True)
+        torch.testing.assert_close(ours(x), expected, atol=1e-12, rtol=0)
+    torch.testing.assert_close(output, expected, atol=1e-12, rtol=0)
+    torch.testing.assert_close(weights, expected_weights, atol=1e-12, rtol=0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    heads_and_kv=st.sampled_from([(4, 1), (4, 2), (4, 4), (6, 3)]),
+    window=st.integers(1, 12),
+    cuts=st.lists(st.integers(1, 29), max_size=6, unique=True),
+    attention=st.sampled_from(["fused", "book"]),
+    seed=st.integers(0, 2**16),
+)
+def test_a_windowed_cache_in_any_pieces_equals_the_full_sliding_pass(heads_and_kv, window, cuts,
+                                                                      attention, seed):
+    heads, kv_heads = heads_and_kv
+    T, d_k = 30, 4
+    torch.manual_seed(seed)
+    layer = CausalSelfAttention(heads * d_k, heads, num_kv_heads=kv_heads, sliding_window=window,
+                                attention=attention).eval()
+    x = randn(2, T, heads * d_k, seed=seed)
+    bounds = [0, *sorted(cuts), T]
+    cache = KVCache(window=window)
+    with torch.no_grad():
+        full = layer(x)
+        for start, end in zip(bounds, bounds[1:]):
+            torch.testing.assert_close(layer(x[:, start:end], cache=cache), full[:, start:end],
+                                       atol=1e-5, rtol=0)
+            held = min(end, window - 1)
+            assert cache.next_position == end and len(cache) == held
+            assert cache.keys.shape == cache.values.shape == (2, kv_heads, held, d_k)
+
+
+@torch.no_grad()
+def test_a_windowed_cache_holds_at_most_window_positions_token_by_token():
+    """W - 1 positions held (the next query's window besides itself), in a buffer of 2W."""
+    window, N, kv_heads, d_k, steps = 8, 2, 2, 4, 100
+    layer = CausalSelfAttention(16, 4, num_kv_heads=kv_heads, sliding_window=window)
+    x = randn(N, steps, 16, seed=24)
+    cache, full = KVCache(window=window), layer(x)
+    assert cache.window == window and KVCache().window is None
+    for t in range(steps):
+        torch.testing.assert_close(layer(x[:, t : t + 1], cache=cache), full[:, t : t + 1],
+                                   atol=1e-5, rtol=0)
+        assert len(cache) == min(t + 1, window - 1) and cache.next_position == t + 1
+        assert cache.capacity <= 2 * window
+    # the keys and values held: 2 tensors of N * h_kv * (W - 1) * d_k float32 numbers
+    held = cache.keys.numel() * cache.keys.element_size() + cache.values.numel() * cache.values.element_size()
+    assert held == 2 * N * kv_heads * (window - 1) * d_k * 4 == 896
+    cache.reset()
+    assert (len(cache), cache.next_position, cache.capacity, cache.window) == (0, 0, 0, window)
+
+
+@torch.no_grad()
+def test_a_windowed_decoding_step_copies_its_own_keys_and_not_the_window():
+    """Between two shifts of the buffer (once every W + 1 steps), a step copies only its token."""
+    layer = CausalSelfAttention(16, 4, num_kv_heads=2, sliding_window=6)
+    cache = KVCache(window=6)
+    layer(randn(1, 3, 16), cache=cache)
+    before = cache.capacity
+    buffer = cache._keys
+    layer(randn(1, 1, 16, seed=1), cache=cache)
+    assert cache._keys is buffer and cache.capacity == before  # written in place, no new buffer
+
+
+@pytest.mark.parametrize("T", [1, 4, 6])
+def test_a_window_as_long_as_the_text_is_no_window(T):
+    torch.manual_seed(25)
+    plain = CausalSelfAttention(16, 4).eval()
+    windowed = CausalSelfAttention(16, 4, sliding_window=6).eval()
+    windowed.load_state_dict(plain.state_dict())
+    x = randn(2, T, 16, seed=25)
+    with torch.no_grad():
+        torch.testing.assert_close(windowed(x), plain(x), atol=1e-6, rtol=0)
+
+
+@torch.no_grad()
+def test_the_tiled_kernel_takes_a_window_only_where_it_covers_every_key(monkeypatch):
+    torch.manual_seed(26)
+    fused = CausalSelfAttention(16, 4, sliding_window=3).eval()
+    tiled = CausalSelfAttention(16, 4, sliding_window=3, attention="tiled").eval()
+    tiled.load_state_dict(fused.state_dict())
+    x = randn(2, 8, 16, seed=26)
+    torch.testing.assert_close(tiled(x[:, :3]), fused(x[:, :3]), atol=1e-5, rtol=0)  # T <= W
+    with pytest.raises(ValueError, match=r"^sliding_window\b.*'tiled'"):
+        tiled(x)
+    calls = count_calls(monkeypatch, "tiled")
+    for cache in (KVCache(), KVCache(window=3)):  # one token at a time: the last W keys
+        tiled(x[:, :3], cache=cache)
+        for t in range(3, 8):
+            torch.testing.assert_close(tiled(x[:, t : t + 1], cache=cache), fused(x)[:, t : t + 1],
+                                       atol=1e-5, rtol=0)
+    assert len(calls) == 2 * 6
+
+
+@torch.no_grad()
+def test_a_windowed_cache_refuses_a_layer_with_a_wider_or_no_window():
+    x = randn(1, 5, 16)
+    for layer in (CausalSelfAttention(16, 4), CausalSelfAttention(16, 4, sliding_window=4)):
+        cache = KVCache(window=3)
+        with pytest.raises(ValueError, match=r"^cache\b.*window=3.*sliding_window"):
+            layer(x, cache=cache)
+        assert len(cache) == 0 and cache.next_position == 0  # nothing appended
+    # a cache that holds every key the window reaches: a narrower window, or no cache window
+    torch.manual_seed(27)
+    layer = CausalSelfAttention(16, 4, sliding_window=2).eval()
+    full = layer(x)
+    for cache in (KVCache(window=4), KVCache()):
+        for t in range(5):
+            torch.testing.assert_close(layer(x[:, t : t + 1], cache=cache), full[:, t : t + 1],
+                                       atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("value, error", [
+    (0, ValueError), (-2, ValueError), (2.0, TypeError), ("4", TypeError), (True, TypeError),
+])
+def test_bad_windows_name_the_argument(value, error):
+    with pytest.raises(error, match=r"^sliding_window\b"):
+        CausalSelfAttention(16, 4, sliding_window=value)
+    with pytest.raises(error, match=r"^window\b"):
+        KVCache(window=value)
+    layer = CausalSelfAttention(16, 4)
+    layer.sliding_window = value  # an attribute: checked at the call as well
+    with pytest.raises(error, match=r"^sliding_window\b"):
+        layer(randn(1, 2, 16))
+
+
+@torch.no_grad()
+def test_a_subclass_with_a_window_of_its_own_is_not_refused():
+    """Chapter 10's exercise subclasses KVCache with its own `window`: the checks read `_window`."""
+
+    class Mine(KVCache):
+        def __init__(self):
+            super().__init__()
+            self.window = 2
+
+    cache = Mine()
+    CausalSelfAttention(16, 4)(randn(1, 3, 16), cache=cache)
+    assert len(cache) == 3 and cache._window is None
+
+
+def test_windows_accept_numpy_integers():
+    assert CausalSelfAttention(16, 4, sliding_window=np.int64(3)).sliding_window == 3
+    assert type(KVCache(window=np.int32(3)).window) is int
 
 
 # --- a whole model --------------------------------------------------------------------------

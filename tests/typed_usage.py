@@ -79,6 +79,14 @@ def decode(x: Tensor) -> Tensor:
     assert weights.shape == (2, 4, 5, 5) and book.attention == "book"
     keys: Tensor | None = cache.keys
     assert keys is not None and len(cache) == x.shape[1]
+    local = CausalSelfAttention(16, 4, num_kv_heads=2, sliding_window=3)
+    window: int | None = local.sliding_window
+    recent = KVCache(window=3)
+    with torch.no_grad():
+        sliding = [local.forward(x[:, [t]], cache=recent) for t in range(x.shape[1])]
+        torch.testing.assert_close(torch.cat(sliding, dim=1), local.forward(x), atol=1e-5, rtol=0)
+    held: int | None = recent.window
+    assert window == held == 3 and len(recent) == 2 and recent.next_position == x.shape[1]
     rotated = apply_rotary(split_heads(x, 4), base=10000.0)
     return rotated + sinusoidal_positions(5, 4)
 

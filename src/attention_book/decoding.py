@@ -33,12 +33,33 @@ class KVCache:
     ``reset()`` it (or make a new one), as transformers' caches are reset. For inference
     only: keys and values that require gradients are refused in grad mode (decode under
     ``torch.no_grad()``).
+
+    With ``window=W``, for a layer with ``sliding_window=W``, it keeps only the ``W - 1``
+    most recent positions, all that the next query sees besides itself (as transformers'
+    ``DynamicSlidingWindowLayer``): ``append`` returns them and the new ones, then drops
+    the older. ``next_position`` goes on counting every position; ``len(cache)`` is at
+    most ``W - 1``, and ``keys``, ``values`` hold ``N * h_kv * (W - 1) * d`` numbers each.
+    Its buffer has room for ``2W`` positions (a longer chunk's, until the next append),
+    and once full it moves the kept ones to its start: ``W - 1`` positions copied every
+    ``W + 1`` steps of one token.
+
+    Args:
+        window: the ``sliding_window`` ``W`` of the layer it serves, an int >= 1, or
+            ``None`` (the default): keep every position.
+
+    Raises:
+        TypeError: ``window`` is not an int or None.
+        ValueError: ``window`` is less than 1.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, window: int | None = None) -> None:
+        # `window` to read; the code reads `_window`, as a subclass may have a `window` of its own
+        self.window = self._window = _check_window("window", window)
         self._keys: Tensor | None = None    # (N, h_kv, capacity, d_k)
         self._values: Tensor | None = None  # (N, h_kv, capacity, d_v)
-        self._length = 0
+        self._first = 0   # the buffer's index of the oldest position held
+        self._length = 0  # positions held
+        self._seen = 0    # positions appended: with a window, more than those held
         self._layer: weakref.ref[nn.Module] | None = None  # its layer, once used
         self._padded = False  # filled with padding: every later call needs the mask
 
@@ -47,33 +68,37 @@ class KVCache:
 
     @property
     def next_position(self) -> int:
-        return len(self)
+        return self._seen  # len(self) without a window
 
     @property
     def capacity(self) -> int:
-        """Positions the buffer holds before it doubles (0 before the first append)."""
+        """Positions the buffer has room for before it doubles, or with a window, before it
+        moves the positions held to its start (0 before the first append)."""
         return 0 if self._keys is None else self._keys.shape[2]
 
     def reset(self) -> None:
-        """Empty the cache for a new text (no position, no buffer; the same layer)."""
+        """Empty the cache for a new text (no position, no buffer; the same layer and window)."""
         self._keys = self._values = None
-        self._length = 0
+        self._first = self._length = self._seen = 0
         self._padded = False
 
     @property
     def keys(self) -> Tensor | None:  # (N, h_kv, T, d_k)
-        return None if self._keys is None else self._keys[:, :, : self._length]
+        held = slice(self._first, self._first + self._length)
+        return None if self._keys is None else self._keys[:, :, held]
 
     @property
     def values(self) -> Tensor | None:  # (N, h_kv, T, d_v)
-        return None if self._values is None else self._values[:, :, : self._length]
+        held = slice(self._first, self._first + self._length)
+        return None if self._values is None else self._values[:, :, held]
 
     def append(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor]:
         """Add ``keys`` (N, h_kv, T_new, d_k) and ``values`` (N, h_kv, T_new, d_v).
 
         Returns:
             The keys and values of every cached position, ``(N, h_kv, T, d_k)`` and
-            ``(N, h_kv, T, d_v)``, views valid until the next ``append``.
+            ``(N, h_kv, T, d_v)``, views valid until the next ``append``; with a window,
+            of the positions held before and the new ones.
 
         Raises:
             TypeError: ``keys`` or ``values`` is not a floating tensor.
@@ -84,15 +109,23 @@ class KVCache:
             RuntimeError: ``keys`` or ``values`` requires gradients in grad mode.
         """
         _check_append(self, keys, values)
-        start, end = self._length, self._length + keys.shape[2]
-        if self._keys is None or self._values is None or end > self.capacity:
-            capacity = max(end, 2 * self.capacity)
+        T_new = keys.shape[2]
+        start = self._first + self._length  # where the new positions go
+        if self._keys is None or self._values is None or start + T_new > self.capacity:
+            if self._window is None:
+                capacity = max(start + T_new, 2 * self.capacity)
+            else:  # room for 2W; the positions held move to the start
+                capacity = max(2 * self._window, self._length + T_new)
             self._keys, self._values = self._grown(keys, values, capacity)
+            self._first, start = 0, self._length
+        first, end = self._first, start + T_new
         self._keys[:, :, start:end] = keys      # (N, h_kv, T_new, d_k)
         self._values[:, :, start:end] = values  # (N, h_kv, T_new, d_v)
-        self._length = end
+        self._length, self._seen = self._length + T_new, self._seen + T_new
+        if self._window is not None and self._length > self._window - 1:
+            self._first, self._length = end - (self._window - 1), self._window - 1
         # (N, h_kv, T, d_k) and (N, h_kv, T, d_v)
-        return self._keys[:, :, :end], self._values[:, :, :end]
+        return self._keys[:, :, first:end], self._values[:, :, first:end]
 
     def _grown(self, keys: Tensor, values: Tensor, size: int) -> tuple[Tensor, Tensor]:
         """Buffers of ``size`` positions that hold the cached ones."""
@@ -128,22 +161,32 @@ class CausalSelfAttention(nn.Module):
             ``scaled_dot_product_attention``; ``"tiled"``, chapter 9's ``tiled_attention``,
             whose only mask is ``is_causal``: a whole text, or one token after a cache,
             with no padding. The last two repeat each key/value head for its query heads.
+        sliding_window: ``W``, an int >= 1: query ``i`` sees only the keys
+            ``i - W < j <= i``, the ``W`` most recent, its own included (transformers'
+            ``sliding_window`` of Mistral's config, the same meaning); ``None`` (the
+            default): every key up to it. Kept as the attribute ``sliding_window``. It
+            counts the slots of ``attention_mask``, as transformers does: with left
+            padding, the ``W`` most recent real tokens. ``"tiled"`` takes it for a text
+            of at most ``W`` tokens, or one token after a cache (its last ``W`` keys).
 
     Raises:
         TypeError: a size is not an int, or ``rope_base`` is not a real number.
-        TypeError: ``attention`` is not a str.
+        TypeError: ``attention`` is not a str; ``sliding_window`` is not an int or None.
         ValueError: a size is not positive, or ``d_k`` is odd.
         ValueError: ``d_model % num_heads != 0``, or ``num_heads % num_kv_heads != 0``.
         ValueError: ``rope_base`` is not positive and finite.
         ValueError: ``attention`` is not ``"fused"``, ``"book"`` or ``"tiled"``.
+        ValueError: ``sliding_window`` is less than 1.
     """
 
     def __init__(self, d_model: int, num_heads: int, *, num_kv_heads: int | None = None,
-                 bias: bool = False, rope_base: float = 10000.0, attention: str = "fused"):
+                 bias: bool = False, rope_base: float = 10000.0, attention: str = "fused",
+                 sliding_window: int | None = None):
         super().__init__()
         sizes = _check_sizes(d_model, num_heads, num_kv_heads, rope_base)
         self.d_model, self.num_heads, self.num_kv_heads, self.rope_base = sizes
         self.attention = _check_attention(attention)
+        self.sliding_window = _check_window("sliding_window", sliding_window)
         self.d_k = self.d_model // self.num_heads
         self.q_proj = nn.Linear(self.d_model, self.num_heads * self.d_k, bias=bias)
         self.k_proj = nn.Linear(self.d_model, self.num_kv_heads * self.d_k, bias=bias)
@@ -169,8 +212,10 @@ class CausalSelfAttention(nn.Module):
             x: ``(N, T, d_model)``: positions ``0 .. T - 1``, or with ``cache`` the
                 positions from ``cache.next_position`` on.
             cache: this layer's ``KVCache``: ``x``'s keys and values are appended, and
-                ``x`` attends to every cached position (under ``torch.no_grad()``).
-            attention_mask: ``(N, T_cached + T)``, bool or 0/1, True = real token, as
+                ``x`` attends to every cached position (under ``torch.no_grad()``). A
+                ``KVCache(window=W)`` needs a ``sliding_window`` of at most ``W``.
+            attention_mask: ``(N, T_cached + T)``, ``T_cached = cache.next_position``
+                (every position seen, with a windowed cache too), bool or 0/1, True = real token, as
                 a tokenizer returns it for a batch padded on the left. A real token
                 attends to the real tokens up to it, at a position that counts them
                 (cumsum - 1, as in transformers), so a padded sequence gives its outputs
@@ -186,7 +231,8 @@ class CausalSelfAttention(nn.Module):
         Returns:
             The output ``(N, T, d_model)``; with ``output_attentions``, the pair
             ``(output, weights)``, the weights of every query head ``(N, h, T, T_k)``,
-            ``T_k = T_cached + T``, equal to transformers' eager ones. A real query gives
+            ``T_k = len(cache) + T`` (the positions held before and the new ones), equal
+            to transformers' eager ones. A real query gives
             padding and later positions weight 0; a pad query's row (unused, and not
             transformers' row) spreads over every position up to it, padding included.
 
@@ -202,9 +248,11 @@ class CausalSelfAttention(nn.Module):
             ValueError: a row of ``attention_mask`` has no real token.
             ValueError: ``attention_mask`` is missing, and ``cache`` was filled with one.
             ValueError: ``attention="tiled"``, with padding or ``T > 1`` positions after a cache.
+            ValueError: ``sliding_window`` is bad, or shorter than ``T`` with ``"tiled"``.
+            ValueError: ``cache`` has a window, and the layer a wider one or none.
             RuntimeError: ``cache`` is given in grad mode, and the keys need gradients.
         """
-        # (N, T_k) bool, or None
+        # (N, T_cached + T) bool, or None
         real = _check_forward(self, x, cache, attention_mask, output_attentions)
         start = 0 if cache is None else cache.next_position
         # cos and sin of the new positions' angles: (T, d_k) or (N, 1, T, d_k) each
@@ -217,10 +265,14 @@ class CausalSelfAttention(nn.Module):
             k, v = cache.append(k, v)  # (N, h_kv, T_k, d_k) each, new positions last
             cache._layer = weakref.ref(self)  # the cache is this layer's from now on
             cache._padded |= real is not None
+        if real is not None:  # the keys' slots: a windowed cache holds only the last ones
+            real = real[:, -k.shape[2]:]  # (N, T_k)
+        window = self.sliding_window
         if output_attentions:  # chapter 2's function: the one kernel that forms the weights
-            heads, weights = _book_attention(q, k, v, real)  # (N, h, T, d_k), (N, h, T, T_k)
+            # (N, h, T, d_k), (N, h, T, T_k)
+            heads, weights = _book_attention(q, k, v, real, window)
             return self.o_proj(merge_heads(heads)), weights  # (N, T, d_model), the weights
-        heads = _causal_attention(q, k, v, real, self.attention)  # (N, h, T, d_k)
+        heads = _causal_attention(q, k, v, real, self.attention, window)  # (N, h, T, d_k)
         return self.o_proj(merge_heads(heads))  # (N, T, d_model)
 
 
@@ -244,26 +296,33 @@ def _rotation_from(start: int, T: int, d_k: int, base: float, dtype: torch.dtype
 
 
 def _causal_attention(q: Tensor, k: Tensor, v: Tensor, real: Tensor | None = None,
-                      attention: str = "fused") -> Tensor:
-    """Query i of T_q sees the keys up to T_k - T_q + i, the real ones if ``real``."""
+                      attention: str = "fused", window: int | None = None) -> Tensor:
+    """Query i of T_q sees the keys up to T_k - T_q + i, the last ``window`` of them if
+    given, the real ones if ``real``."""
     T_q, T_k = q.shape[2], k.shape[2]
+    if window is not None and T_q == 1 and T_k > window:  # one query: the last keys
+        k, v, T_k = k[:, :, -window:], v[:, :, -window:], window  # (N, h_kv, W, d_k) each
+        real = None if real is None else real[:, -window:]        # (N, W)
+    window = None if window is None or window >= T_k else window  # None: it covers every key
     if attention == "book":
-        return _book_attention(q, k, v, real)[0]  # (N, h, T_q, d_k)
-    if attention == "tiled":  # a whole text or one token, no padding (checked): top left
+        return _book_attention(q, k, v, real, window)[0]  # (N, h, T_q, d_k)
+    if attention == "tiled":  # a whole text or one token, no padding, no window (checked)
         return tiled_attention(q, *_repeated(q, k, v), is_causal=T_q > 1)[0]
-    if real is None and (T_q == T_k or T_q == 1):  # a whole text or one token: no mask
+    if real is None and window is None and (T_q == T_k or T_q == 1):  # no mask needed
         return F.scaled_dot_product_attention(q, k, v, is_causal=T_q > 1,
                                               enable_gqa=True)
-    mask = _allowed(real, T_q, T_k, q.device)  # (T_q, T_k) or (N, 1, T_q, T_k)
+    mask = _allowed(real, T_q, T_k, q.device, window)  # (T_q, T_k) or (N, 1, T_q, T_k)
     # (N, h, T_q, d_k)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
 
 
-def _book_attention(q: Tensor, k: Tensor, v: Tensor,
-                    real: Tensor | None) -> tuple[Tensor, Tensor]:
+def _book_attention(q: Tensor, k: Tensor, v: Tensor, real: Tensor | None,
+                    window: int | None = None) -> tuple[Tensor, Tensor]:
     """Chapter 2's attention: the heads (N, h, T_q, d_k) and weights (N, h, T_q, T_k)."""
     T_q, T_k = q.shape[2], k.shape[2]
-    mask = None if real is None and T_q == 1 else _allowed(real, T_q, T_k, q.device)
+    window = None if window is None or window >= T_k else window  # None: it covers every key
+    plain = real is None and window is None and T_q == 1  # one query sees every key
+    mask = None if plain else _allowed(real, T_q, T_k, q.device, window)
     return scaled_dot_product_attention(q, *_repeated(q, k, v), mask)
 
 
@@ -275,10 +334,14 @@ def _repeated(q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
     return k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
 
 
-def _allowed(real: Tensor | None, T_q: int, T_k: int, device: torch.device) -> Tensor:
-    """The causal mask aligned bottom right, less the padding keys of real queries."""
+def _allowed(real: Tensor | None, T_q: int, T_k: int, device: torch.device,
+             window: int | None = None) -> Tensor:
+    """The causal mask aligned bottom right, within the window if given, less the padding
+    keys of real queries."""
     # (T_q, T_k), True = may attend
     mask = torch.ones(T_q, T_k, dtype=torch.bool, device=device).tril(T_k - T_q)
+    if window is not None:  # query i, token T_k - T_q + i, sees keys j > T_k - T_q + i - W
+        mask = mask.triu(T_k - T_q - window + 1)
     if real is not None:  # padding queries keep the causal row: none is empty
         keeps = real[:, None, :] | ~real[:, -T_q:, None]  # (N, T_q, T_k)
         mask = (mask & keeps)[:, None]                    # (N, 1, T_q, T_k)
@@ -354,9 +417,10 @@ def _check_forward(module: "CausalSelfAttention", x: Tensor, cache: object,
     if not isinstance(output_attentions, bool):
         raise TypeError(f"output_attentions must be a bool, got {type(output_attentions).__name__}")
     kernel = _check_attention(module.attention)  # an attribute: it may have been set since
+    window = _check_window("sliding_window", module.sliding_window)  # the same
     if cache is not None:
-        _check_cache(module, x, cache)
-    cached = len(cache) if isinstance(cache, KVCache) else 0
+        _check_cache(module, x, cache, window)
+    cached = cache.next_position if isinstance(cache, KVCache) else 0  # the positions seen
     if attention_mask is None:
         if isinstance(cache, KVCache) and cache._padded:
             raise ValueError(
@@ -369,7 +433,8 @@ def _check_forward(module: "CausalSelfAttention", x: Tensor, cache: object,
                                  (x.shape[0], x.shape[1] + cached))
         real = None if bool(real.all()) else real.to(x.device)  # no padding: the fast path
     if kernel == "tiled" and not output_attentions:
-        _check_tiled(real, x.shape[1], cached)
+        held = len(cache) if isinstance(cache, KVCache) else 0  # the keys held: fewer with a window
+        _check_tiled(real, x.shape[1], held, window)
     return real
 
 
@@ -390,7 +455,11 @@ def _check_attention(attention: object) -> str:
     return attention
 
 
-def _check_tiled(real: Tensor | None, T: int, cached: int) -> None:
+def _check_window(name: str, window: object) -> int | None:
+    return None if window is None else check_int(name, window)
+
+
+def _check_tiled(real: Tensor | None, T: int, cached: int, window: int | None = None) -> None:
     """What tiled_attention, whose only mask is is_causal aligned top left, can attend."""
     if real is not None:
         raise ValueError(
@@ -405,11 +474,26 @@ def _check_tiled(real: Tensor | None, T: int, cached: int) -> None:
             f"and a chunk after the cache needs it bottom right; feed the cache one token at "
             f"a time, or use attention='fused' or 'book'"
         )
+    if window is not None and T > 1 and cached + T > window:
+        raise ValueError(
+            f"sliding_window={window} cannot be kept by attention='tiled' over {T} new "
+            f"positions: tiled_attention's only mask is is_causal, and the window leaves out "
+            f"keys of the later queries; give it at most {window} positions, then one token at "
+            f"a time, or use attention='fused' or 'book'"
+        )
 
 
-def _check_cache(module: "CausalSelfAttention", x: Tensor, cache: object) -> None:
+def _check_cache(module: "CausalSelfAttention", x: Tensor, cache: object,
+                 window: int | None) -> None:
     if not isinstance(cache, KVCache):
         raise TypeError(f"cache must be a KVCache or None, got {type(cache).__name__}")
+    if cache._window is not None and (window is None or window > cache._window):
+        wanted = "KVCache()" if window is None else f"KVCache(window={window}) or a KVCache()"
+        raise ValueError(
+            f"cache has window={cache._window}: it keeps the last {cache._window - 1} positions, "
+            f"and the layer's sliding_window={window} attends further back; give the layer a "
+            f"{wanted}"
+        )
     if cache._layer is not None and cache._layer() is not module:
         raise ValueError(
             "cache holds the keys and values of another CausalSelfAttention layer (the first "
