@@ -248,7 +248,8 @@ class CausalSelfAttention(nn.Module):
             ValueError: a row of ``attention_mask`` has no real token.
             ValueError: ``attention_mask`` is missing, and ``cache`` was filled with one.
             ValueError: ``attention="tiled"``, with padding or ``T > 1`` positions after a cache.
-            ValueError: ``sliding_window`` is bad, or shorter than ``T`` with ``"tiled"``.
+            ValueError: ``sliding_window``, set since construction, is below 1; or with
+                ``"tiled"``, it is shorter than ``T``.
             ValueError: ``cache`` has a window, and the layer a wider one or none.
             RuntimeError: ``cache`` is given in grad mode, and the keys need gradients.
         """
