@@ -85,25 +85,33 @@ def test_gradients_equal_llama_attention():
                                    atol=1e-5, rtol=0)
 
 
-@pytest.mark.parametrize("kv_heads", [1, 3, 6])
-def test_float64_equals_an_independent_computation(kv_heads):
-    """Projections, RoPE as complex multiplication, each query head on its group's key/value head."""
-    torch.manual_seed(kv_heads)
-    heads, d_model, T = 6, 48, 9
-    d_k = d_model // heads
-    ours = CausalSelfAttention(d_model, heads, num_kv_heads=kv_heads, rope_base=500.0).double()
-    x = randn(2, T, d_model, seed=5, dtype=torch.float64)
+def _float64_heads(ours, x):
+    """Queries, keys and values of ``ours`` on ``x`` by hand, rotated in float64 (base 500), each
+    query head given its group's key/value head: (N, h, T, d_k) each."""
+    N, T, _ = x.shape
+    heads, kv_heads, d_k = ours.num_heads, ours.num_kv_heads, ours.d_k
 
     def project(layer, count):  # (N, T, count * d_k) -> (N, count, T, d_k)
-        return (x @ layer.weight.T).view(2, T, count, d_k).transpose(1, 2)
+        return (x @ layer.weight.T).view(N, T, count, d_k).transpose(1, 2)
 
     positions = torch.arange(T)
     q = rope_float64(project(ours.q_proj, heads), positions, base=500.0)     # (N, h, T, d_k)
     k = rope_float64(project(ours.k_proj, kv_heads), positions, base=500.0)  # (N, h_kv, T, d_k)
     v = project(ours.v_proj, kv_heads)                                       # (N, h_kv, T, d_k)
     group = [c * kv_heads // heads for c in range(heads)]  # the key/value head of each query head
+    return q, k[:, group], v[:, group]
+
+
+@pytest.mark.parametrize("kv_heads", [1, 3, 6])
+def test_float64_equals_an_independent_computation(kv_heads):
+    """Projections, RoPE as complex multiplication, each query head on its group's key/value head."""
+    torch.manual_seed(kv_heads)
+    heads, d_model, T = 6, 48, 9
+    ours = CausalSelfAttention(d_model, heads, num_kv_heads=kv_heads, rope_base=500.0).double()
+    x = randn(2, T, d_model, seed=5, dtype=torch.float64)
+    q, k, v = _float64_heads(ours, x)  # (N, h, T, d_k) each
     allowed = torch.ones(T, T, dtype=torch.bool).tril()
-    heads_out, _ = attention_float64(q, k[:, group], v[:, group], allowed)  # (N, h, T, d_k)
+    heads_out, _ = attention_float64(q, k, v, allowed)  # (N, h, T, d_k)
     expected = heads_out.transpose(1, 2).reshape(2, T, d_model) @ ours.o_proj.weight.T
     with torch.no_grad():
         torch.testing.assert_close(ours(x), expected, atol=1e-12, rtol=0)
@@ -520,22 +528,13 @@ def test_a_padded_windowed_cache_decodes_as_the_padded_full_pass(attention):
 def test_sliding_window_float64_equals_an_independent_computation(kv_heads, window):
     torch.manual_seed(kv_heads)
     heads, d_model, T = 6, 48, 9
-    d_k = d_model // heads
     ours = CausalSelfAttention(d_model, heads, num_kv_heads=kv_heads, rope_base=500.0,
                                sliding_window=window).double()
     x = randn(2, T, d_model, seed=23, dtype=torch.float64)
-
-    def project(layer, count):  # (N, T, count * d_k) -> (N, count, T, d_k)
-        return (x @ layer.weight.T).view(2, T, count, d_k).transpose(1, 2)
-
-    positions = torch.arange(T)
-    q = rope_float64(project(ours.q_proj, heads), positions, base=500.0)     # (N, h, T, d_k)
-    k = rope_float64(project(ours.k_proj, kv_heads), positions, base=500.0)  # (N, h_kv, T, d_k)
-    v = project(ours.v_proj, kv_heads)                                       # (N, h_kv, T, d_k)
-    group = [c * kv_heads // heads for c in range(heads)]  # the key/value head of each query head
-    i, j = positions[:, None], positions[None, :]
+    q, k, v = _float64_heads(ours, x)  # (N, h, T, d_k) each
+    i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
     allowed = (j <= i) & (i - j < window)  # the window most recent keys, its own included
-    heads_out, expected_weights = attention_float64(q, k[:, group], v[:, group], allowed)
+    heads_out, expected_weights = attention_float64(q, k, v, allowed)
     expected = heads_out.transpose(1, 2).reshape(2, T, d_model) @ ours.o_proj.weight.T
     with torch.no_grad():
         output, weights = ours(x, output_attentions=True)
