@@ -684,6 +684,107 @@ def test_windows_accept_numpy_integers():
     assert type(KVCache(window=np.int32(3)).window) is int
 
 
+
+# --- attention sinks beside a window (StreamingLLM) ----------------------------------------
+
+
+@pytest.mark.parametrize("attention", ["fused", "book"])
+@pytest.mark.parametrize("window, sinks", [(1, 1), (2, 1), (3, 4), (4, 2), (9, 3)])
+def test_sink_tokens_float64_equal_an_independent_computation(window, sinks, attention):
+    """Query i sees keys i - W < j <= i and the first S keys j <= i: written out, in float64."""
+    torch.manual_seed(window + sinks)
+    heads, kv_heads, d_model, T = 6, 3, 48, 11
+    ours = CausalSelfAttention(d_model, heads, num_kv_heads=kv_heads, rope_base=500.0,
+                               sliding_window=window, num_sink_tokens=sinks,
+                               attention=attention).double()
+    x = randn(2, T, d_model, seed=28, dtype=torch.float64)
+    q, k, v = _float64_heads(ours, x)  # (N, h, T, d_k) each
+    i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
+    allowed = (j <= i) & ((i - j < window) | (j < sinks))
+    heads_out, expected_weights = attention_float64(q, k, v, allowed)
+    expected = heads_out.transpose(1, 2).reshape(2, T, d_model) @ ours.o_proj.weight.T
+    with torch.no_grad():
+        output, weights = ours(x, output_attentions=True)
+        torch.testing.assert_close(ours(x), expected, atol=1e-12, rtol=0)
+    torch.testing.assert_close(output, expected, atol=1e-12, rtol=0)
+    torch.testing.assert_close(weights, expected_weights, atol=1e-12, rtol=0)
+
+
+@torch.no_grad()
+@pytest.mark.parametrize("attention", ["fused", "book"])
+def test_sink_tokens_are_the_first_real_tokens_of_a_padded_row(attention):
+    """Left padding: the sinks are a row's first real tokens, not its pads."""
+    torch.manual_seed(29)
+    layer = CausalSelfAttention(16, 4, num_kv_heads=2, sliding_window=3, num_sink_tokens=2,
+                                attention=attention).eval()
+    x = randn(2, 10, 16, seed=29)
+    real = torch.ones(2, 10, dtype=torch.bool)
+    real[1, :4] = False  # row 1: 4 pads, then 6 real tokens
+    padded = layer(x, attention_mask=real)
+    torch.testing.assert_close(padded[1, 4:], layer(x[1:, 4:])[0], atol=1e-6, rtol=0)
+    torch.testing.assert_close(padded[0], layer(x[:1])[0], atol=1e-6, rtol=0)
+
+
+@settings(max_examples=20, deadline=None)
+@given(window=st.integers(1, 8), sinks=st.integers(0, 5),
+       cuts=st.lists(st.integers(1, 19), max_size=5, unique=True),
+       attention=st.sampled_from(["fused", "book"]), seed=st.integers(0, 2**16))
+def test_a_full_cache_in_any_pieces_keeps_the_sinks(window, sinks, cuts, attention, seed):
+    torch.manual_seed(seed)
+    T = 20
+    layer = CausalSelfAttention(16, 4, num_kv_heads=2, sliding_window=window,
+                                num_sink_tokens=sinks, attention=attention).eval()
+    x = randn(2, T, 16, seed=seed)
+    bounds, cache = [0, *sorted(cuts), T], KVCache()
+    with torch.no_grad():
+        full = layer(x)
+        for start, end in zip(bounds, bounds[1:]):
+            torch.testing.assert_close(layer(x[:, start:end], cache=cache), full[:, start:end],
+                                       atol=1e-5, rtol=0)
+
+
+@torch.no_grad()
+def test_sink_tokens_change_nothing_without_a_window_or_past_the_text():
+    torch.manual_seed(30)
+    plain = CausalSelfAttention(16, 4).eval()
+    x = randn(2, 7, 16, seed=30)
+    for kwargs in ({"num_sink_tokens": 3}, {"sliding_window": 2, "num_sink_tokens": 7}):
+        other = CausalSelfAttention(16, 4, **kwargs).eval()
+        other.load_state_dict(plain.state_dict())
+        torch.testing.assert_close(other(x), plain(x), atol=1e-6, rtol=0)
+    windowed = CausalSelfAttention(16, 4, sliding_window=2).eval()
+    windowed.load_state_dict(plain.state_dict())
+    sunk = CausalSelfAttention(16, 4, sliding_window=2, num_sink_tokens=1).eval()
+    sunk.load_state_dict(plain.state_dict())
+    assert (sunk(x) - windowed(x))[:, 2:].abs().max() > 1e-3  # the sink is seen from query 2 on
+    assert sunk.num_sink_tokens == 1 and plain.num_sink_tokens == 0
+
+
+@torch.no_grad()
+def test_sink_tokens_refuse_a_windowed_cache_and_a_tiled_kernel_that_drops_keys():
+    x = randn(1, 6, 16)
+    layer = CausalSelfAttention(16, 4, sliding_window=3, num_sink_tokens=1)
+    with pytest.raises(ValueError, match=r"^cache\b.*window=3.*num_sink_tokens=1"):
+        layer(x, cache=KVCache(window=3))
+    tiled = CausalSelfAttention(16, 4, sliding_window=3, num_sink_tokens=1, attention="tiled")
+    tiled.load_state_dict(layer.state_dict())
+    torch.testing.assert_close(tiled(x[:, :3]), layer(x[:, :3]), atol=1e-5, rtol=0)  # T <= W
+    cache = KVCache()
+    tiled(x[:, :3], cache=cache)
+    with pytest.raises(ValueError, match=r"^num_sink_tokens=1\b.*'tiled'"):
+        tiled(x[:, 3:4], cache=cache)
+
+
+@pytest.mark.parametrize("value, error", [(-1, ValueError), (1.0, TypeError), (None, TypeError),
+                                          (True, TypeError)])
+def test_bad_sink_tokens_name_the_argument(value, error):
+    with pytest.raises(error, match=r"^num_sink_tokens\b"):
+        CausalSelfAttention(16, 4, sliding_window=2, num_sink_tokens=value)
+    layer = CausalSelfAttention(16, 4, sliding_window=2)
+    layer.num_sink_tokens = value  # an attribute: checked at the call as well
+    with pytest.raises(error, match=r"^num_sink_tokens\b"):
+        layer(randn(1, 2, 16))
+
 # --- a whole model --------------------------------------------------------------------------
 
 

@@ -168,25 +168,34 @@ class CausalSelfAttention(nn.Module):
             counts the slots of ``attention_mask``, as transformers does: with left
             padding, the ``W`` most recent real tokens. ``"tiled"`` takes it for a text
             of at most ``W`` tokens, or one token after a cache (its last ``W`` keys).
+        num_sink_tokens: ``S``, an int >= 0: with ``sliding_window``, every query also
+            sees the first ``S`` real tokens up to it, the *attention sinks* that
+            StreamingLLM keeps beside the window (transformers' ``SinkCache`` took the same
+            name); 0 (the default): the window alone. Kept as the attribute
+            ``num_sink_tokens``; without ``sliding_window`` it changes nothing. Not with
+            a ``KVCache(window=W)``, which drops the first tokens, nor with ``"tiled"``
+            once the window leaves a key out.
 
     Raises:
         TypeError: a size is not an int, or ``rope_base`` is not a real number.
         TypeError: ``attention`` is not a str; ``sliding_window`` is not an int or None.
+        TypeError: ``num_sink_tokens`` is not an int.
         ValueError: a size is not positive, or ``d_k`` is odd.
         ValueError: ``d_model % num_heads != 0``, or ``num_heads % num_kv_heads != 0``.
         ValueError: ``rope_base`` is not positive and finite.
         ValueError: ``attention`` is not ``"fused"``, ``"book"`` or ``"tiled"``.
-        ValueError: ``sliding_window`` is less than 1.
+        ValueError: ``sliding_window`` is less than 1, or ``num_sink_tokens`` below 0.
     """
 
     def __init__(self, d_model: int, num_heads: int, *, num_kv_heads: int | None = None,
                  bias: bool = False, rope_base: float = 10000.0, attention: str = "fused",
-                 sliding_window: int | None = None):
+                 sliding_window: int | None = None, num_sink_tokens: int = 0):
         super().__init__()
         sizes = _check_sizes(d_model, num_heads, num_kv_heads, rope_base)
         self.d_model, self.num_heads, self.num_kv_heads, self.rope_base = sizes
         self.attention = _check_attention(attention)
         self.sliding_window = _check_window("sliding_window", sliding_window)
+        self.num_sink_tokens = _check_sinks(num_sink_tokens)
         self.d_k = self.d_model // self.num_heads
         self.q_proj = nn.Linear(self.d_model, self.num_heads * self.d_k, bias=bias)
         self.k_proj = nn.Linear(self.d_model, self.num_kv_heads * self.d_k, bias=bias)
@@ -250,6 +259,8 @@ class CausalSelfAttention(nn.Module):
             ValueError: ``attention="tiled"``, with padding or ``T > 1`` positions after a cache.
             ValueError: ``sliding_window``, set since construction, is below 1; or with
                 ``"tiled"``, it is shorter than ``T``.
+            ValueError: ``num_sink_tokens``, set since construction, is below 0; or
+                the layer has sinks and ``cache`` a window, or ``"tiled"`` a window to keep.
             ValueError: ``cache`` has a window, and the layer a wider one or none.
             RuntimeError: ``cache`` is given in grad mode, and the keys need gradients.
         """
@@ -268,12 +279,12 @@ class CausalSelfAttention(nn.Module):
             cache._padded |= real is not None
         if real is not None:  # the keys' slots: a windowed cache holds only the last ones
             real = real[:, -k.shape[2]:]  # (N, T_k)
-        window = self.sliding_window
+        window = self.sliding_window, self.num_sink_tokens if self.sliding_window else 0
         if output_attentions:  # chapter 2's function: the one kernel that forms the weights
             # (N, h, T, d_k), (N, h, T, T_k)
-            heads, weights = _book_attention(q, k, v, real, window)
+            heads, weights = _book_attention(q, k, v, real, *window)
             return self.o_proj(merge_heads(heads)), weights  # (N, T, d_model), the weights
-        heads = _causal_attention(q, k, v, real, self.attention, window)  # (N, h, T, d_k)
+        heads = _causal_attention(q, k, v, real, self.attention, *window)  # (N, h, T, d_k)
         return self.o_proj(merge_heads(heads))  # (N, T, d_model)
 
 
@@ -297,33 +308,34 @@ def _rotation_from(start: int, T: int, d_k: int, base: float, dtype: torch.dtype
 
 
 def _causal_attention(q: Tensor, k: Tensor, v: Tensor, real: Tensor | None = None,
-                      attention: str = "fused", window: int | None = None) -> Tensor:
+                      attention: str = "fused", window: int | None = None,
+                      sinks: int = 0) -> Tensor:
     """Query i of T_q sees the keys up to T_k - T_q + i, the last ``window`` of them if
-    given, the real ones if ``real``."""
+    given (and the first ``sinks`` real keys), the real ones if ``real``."""
     T_q, T_k = q.shape[2], k.shape[2]
-    if window is not None and T_q == 1 and T_k > window:  # one query: the last keys
+    if window is not None and T_q == 1 and T_k > window and not sinks:  # the last keys
         k, v, T_k = k[:, :, -window:], v[:, :, -window:], window  # (N, h_kv, W, d_k) each
         real = None if real is None else real[:, -window:]        # (N, W)
     window = None if window is None or window >= T_k else window  # None: it covers every key
     if attention == "book":
-        return _book_attention(q, k, v, real, window)[0]  # (N, h, T_q, d_k)
+        return _book_attention(q, k, v, real, window, sinks)[0]  # (N, h, T_q, d_k)
     if attention == "tiled":  # a whole text or one token, no padding, no window (checked)
         return tiled_attention(q, *_repeated(q, k, v), is_causal=T_q > 1)[0]
     if real is None and window is None and (T_q == T_k or T_q == 1):  # no mask needed
         return F.scaled_dot_product_attention(q, k, v, is_causal=T_q > 1,
                                               enable_gqa=True)
-    mask = _allowed(real, T_q, T_k, q.device, window)  # (T_q, T_k) or (N, 1, T_q, T_k)
+    mask = _allowed(real, T_q, T_k, q.device, window, sinks)  # (T_q, T_k) or (N, 1, T_q, T_k)
     # (N, h, T_q, d_k)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
 
 
 def _book_attention(q: Tensor, k: Tensor, v: Tensor, real: Tensor | None,
-                    window: int | None = None) -> tuple[Tensor, Tensor]:
+                    window: int | None = None, sinks: int = 0) -> tuple[Tensor, Tensor]:
     """Chapter 2's attention: the heads (N, h, T_q, d_k) and weights (N, h, T_q, T_k)."""
     T_q, T_k = q.shape[2], k.shape[2]
     window = None if window is None or window >= T_k else window  # None: it covers every key
     plain = real is None and window is None and T_q == 1  # one query sees every key
-    mask = None if plain else _allowed(real, T_q, T_k, q.device, window)
+    mask = None if plain else _allowed(real, T_q, T_k, q.device, window, sinks)
     return scaled_dot_product_attention(q, *_repeated(q, k, v), mask)
 
 
@@ -336,13 +348,17 @@ def _repeated(q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def _allowed(real: Tensor | None, T_q: int, T_k: int, device: torch.device,
-             window: int | None = None) -> Tensor:
-    """The causal mask aligned bottom right, within the window if given, less the padding
-    keys of real queries."""
+             window: int | None = None, sinks: int = 0) -> Tensor:
+    """The causal mask aligned bottom right, within the window if given (with the first
+    ``sinks`` real keys), less the padding keys of real queries."""
     # (T_q, T_k), True = may attend
     mask = torch.ones(T_q, T_k, dtype=torch.bool, device=device).tril(T_k - T_q)
     if window is not None:  # query i, token T_k - T_q + i, sees keys j > T_k - T_q + i - W
-        mask = mask.triu(T_k - T_q - window + 1)
+        causal, mask = mask, mask.triu(T_k - T_q - window + 1)
+        if sinks:  # keys 0 .. S - 1, or with padding the first S real ones: (T_k,) or (N, 1, T_k)
+            first = torch.arange(T_k, device=device) < sinks if real is None else \
+                (real & (real.cumsum(dim=-1) <= sinks))[:, None, :]
+            mask = mask | (causal & first)  # (T_q, T_k) or (N, T_q, T_k)
     if real is not None:  # padding queries keep the causal row: none is empty
         keeps = real[:, None, :] | ~real[:, -T_q:, None]  # (N, T_q, T_k)
         mask = (mask & keeps)[:, None]                    # (N, 1, T_q, T_k)
@@ -419,8 +435,9 @@ def _check_forward(module: "CausalSelfAttention", x: Tensor, cache: object,
         raise TypeError(f"output_attentions must be a bool, got {type(output_attentions).__name__}")
     kernel = _check_attention(module.attention)  # an attribute: it may have been set since
     window = _check_window("sliding_window", module.sliding_window)  # the same
+    sinks = _check_sinks(module.num_sink_tokens) if window is not None else 0
     if cache is not None:
-        _check_cache(module, x, cache, window)
+        _check_cache(module, x, cache, window, sinks)
     cached = cache.next_position if isinstance(cache, KVCache) else 0  # the positions seen
     if attention_mask is None:
         if isinstance(cache, KVCache) and cache._padded:
@@ -435,7 +452,7 @@ def _check_forward(module: "CausalSelfAttention", x: Tensor, cache: object,
         real = None if bool(real.all()) else real.to(x.device)  # no padding: the fast path
     if kernel == "tiled" and not output_attentions:
         held = len(cache) if isinstance(cache, KVCache) else 0  # the keys held: fewer with a window
-        _check_tiled(real, x.shape[1], held, window)
+        _check_tiled(real, x.shape[1], held, window, sinks)
     return real
 
 
@@ -460,7 +477,12 @@ def _check_window(name: str, window: object) -> int | None:
     return None if window is None else check_int(name, window)
 
 
-def _check_tiled(real: Tensor | None, T: int, cached: int, window: int | None = None) -> None:
+def _check_sinks(num_sink_tokens: object) -> int:
+    return check_int("num_sink_tokens", num_sink_tokens, minimum=0)
+
+
+def _check_tiled(real: Tensor | None, T: int, cached: int, window: int | None = None,
+                 sinks: int = 0) -> None:
     """What tiled_attention, whose only mask is is_causal aligned top left, can attend."""
     if real is not None:
         raise ValueError(
@@ -482,10 +504,16 @@ def _check_tiled(real: Tensor | None, T: int, cached: int, window: int | None = 
             f"keys of the later queries; give it at most {window} positions, then one token at "
             f"a time, or use attention='fused' or 'book'"
         )
+    if window is not None and sinks and cached + T > window:
+        raise ValueError(
+            f"num_sink_tokens={sinks} cannot be kept by attention='tiled' once the "
+            f"sliding_window={window} leaves a key out ({cached + T} positions): "
+            f"tiled_attention's only mask is is_causal; use attention='fused' or 'book'"
+        )
 
 
 def _check_cache(module: "CausalSelfAttention", x: Tensor, cache: object,
-                 window: int | None) -> None:
+                 window: int | None, sinks: int = 0) -> None:
     if not isinstance(cache, KVCache):
         raise TypeError(f"cache must be a KVCache or None, got {type(cache).__name__}")
     if cache._window is not None and (window is None or window > cache._window):
@@ -494,6 +522,11 @@ def _check_cache(module: "CausalSelfAttention", x: Tensor, cache: object,
             f"cache has window={cache._window}: it keeps the last {cache._window - 1} positions, "
             f"and the layer's sliding_window={window} attends further back; give the layer a "
             f"{wanted}"
+        )
+    if cache._window is not None and sinks:
+        raise ValueError(
+            f"cache has window={cache._window}: it drops the first tokens, and the layer's "
+            f"num_sink_tokens={sinks} attends to them; give the layer a KVCache()"
         )
     if cache._layer is not None and cache._layer() is not module:
         raise ValueError(
