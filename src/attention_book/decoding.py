@@ -259,8 +259,8 @@ class CausalSelfAttention(nn.Module):
             ValueError: ``attention="tiled"``, with padding or ``T > 1`` positions after a cache.
             ValueError: ``sliding_window``, set since construction, is below 1; or with
                 ``"tiled"``, it is shorter than ``T``.
-            ValueError: ``num_sink_tokens``, set since construction, is below 0; or
-                the layer has sinks and ``cache`` a window, or ``"tiled"`` a window to keep.
+            ValueError: ``num_sink_tokens``, set since construction, is below 0; or,
+                with sinks, ``cache`` has a window, or ``"tiled"`` must leave a key out.
             ValueError: ``cache`` has a window, and the layer a wider one or none.
             RuntimeError: ``cache`` is given in grad mode, and the keys need gradients.
         """
