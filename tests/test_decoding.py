@@ -102,6 +102,20 @@ def _float64_heads(ours, x):
     return q, k[:, group], v[:, group]
 
 
+def _assert_float64_under(ours, x, allowed):
+    """``ours`` on ``x`` (float64) gives the output and weights of attention under ``allowed``
+    ``(T, T)``, computed by hand, to 1e-12: with and without ``output_attentions``."""
+    N, T, d_model = x.shape
+    q, k, v = _float64_heads(ours, x)  # (N, h, T, d_k) each
+    heads_out, expected_weights = attention_float64(q, k, v, allowed)
+    expected = heads_out.transpose(1, 2).reshape(N, T, d_model) @ ours.o_proj.weight.T
+    with torch.no_grad():
+        output, weights = ours(x, output_attentions=True)
+        torch.testing.assert_close(ours(x), expected, atol=1e-12, rtol=0)
+    torch.testing.assert_close(output, expected, atol=1e-12, rtol=0)
+    torch.testing.assert_close(weights, expected_weights, atol=1e-12, rtol=0)
+
+
 @pytest.mark.parametrize("kv_heads", [1, 3, 6])
 def test_float64_equals_an_independent_computation(kv_heads):
     """Projections, RoPE as complex multiplication, each query head on its group's key/value head."""
@@ -531,16 +545,9 @@ def test_sliding_window_float64_equals_an_independent_computation(kv_heads, wind
     ours = CausalSelfAttention(d_model, heads, num_kv_heads=kv_heads, rope_base=500.0,
                                sliding_window=window).double()
     x = randn(2, T, d_model, seed=23, dtype=torch.float64)
-    q, k, v = _float64_heads(ours, x)  # (N, h, T, d_k) each
     i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
     allowed = (j <= i) & (i - j < window)  # the window most recent keys, its own included
-    heads_out, expected_weights = attention_float64(q, k, v, allowed)
-    expected = heads_out.transpose(1, 2).reshape(2, T, d_model) @ ours.o_proj.weight.T
-    with torch.no_grad():
-        output, weights = ours(x, output_attentions=True)
-        torch.testing.assert_close(ours(x), expected, atol=1e-12, rtol=0)
-    torch.testing.assert_close(output, expected, atol=1e-12, rtol=0)
-    torch.testing.assert_close(weights, expected_weights, atol=1e-12, rtol=0)
+    _assert_float64_under(ours, x, allowed)
 
 
 @settings(max_examples=25, deadline=None)
@@ -698,16 +705,9 @@ def test_sink_tokens_float64_equal_an_independent_computation(window, sinks, att
                                sliding_window=window, num_sink_tokens=sinks,
                                attention=attention).double()
     x = randn(2, T, d_model, seed=28, dtype=torch.float64)
-    q, k, v = _float64_heads(ours, x)  # (N, h, T, d_k) each
     i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
     allowed = (j <= i) & ((i - j < window) | (j < sinks))
-    heads_out, expected_weights = attention_float64(q, k, v, allowed)
-    expected = heads_out.transpose(1, 2).reshape(2, T, d_model) @ ours.o_proj.weight.T
-    with torch.no_grad():
-        output, weights = ours(x, output_attentions=True)
-        torch.testing.assert_close(ours(x), expected, atol=1e-12, rtol=0)
-    torch.testing.assert_close(output, expected, atol=1e-12, rtol=0)
-    torch.testing.assert_close(weights, expected_weights, atol=1e-12, rtol=0)
+    _assert_float64_under(ours, x, allowed)
 
 
 @torch.no_grad()
