@@ -258,7 +258,7 @@ def generate(model: LlamaDecoder, input_ids: Tensor, *, max_new_tokens: int,
     return tokens.clone()  # a plain tensor again, usable with autograd
 
 
-# %% book/chapters/11_a_real_model.md, cell 23
+# %% book/chapters/11_a_real_model.md, cell 22
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol, cast
@@ -455,7 +455,7 @@ def _check_ends(model: "LlamaDecoder", eos_token_id: object) -> list[int] | None
     return [_check_id(model, "eos_token_id", eos_token_id)]
 
 
-# %% book/chapters/11_a_real_model.md, cell 34
+# %% book/chapters/11_a_real_model.md, cell 33
 def filter_logits(logits: Tensor, *, temperature: float = 1.0, top_k: int | None = None,
                   top_p: float | None = None, min_p: float | None = None) -> Tensor:
     """The logits ``(..., vocab_size)`` with the tokens that sampling must skip set to ``-inf``.
