@@ -11,9 +11,10 @@ from hypothesis import strategies as st
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
-from transformers import LlamaConfig, LlamaForCausalLM, MistralConfig
+from transformers import GptOssConfig, LlamaConfig, LlamaForCausalLM, MistralConfig
 from transformers.cache_utils import DynamicCache, DynamicSlidingWindowLayer
-from transformers.masking_utils import create_sliding_window_causal_mask
+from transformers.masking_utils import create_causal_mask, create_sliding_window_causal_mask
+from transformers.models.gpt_oss.modeling_gpt_oss import GptOssAttention, GptOssRotaryEmbedding
 from transformers.models.llama.modeling_llama import LlamaAttention, LlamaRotaryEmbedding
 from transformers.models.mistral.modeling_mistral import MistralAttention, MistralRotaryEmbedding
 
@@ -784,6 +785,156 @@ def test_bad_sink_tokens_name_the_argument(value, error):
     layer.num_sink_tokens = value  # an attribute: checked at the call as well
     with pytest.raises(error, match=r"^num_sink_tokens\b"):
         layer(randn(1, 2, 16))
+
+# --- learned sinks (gpt-oss) ----------------------------------------------------------------
+
+
+def gpt_oss_and_ours(layer_type, kv_heads=2, *, d_model=64, heads=8, window=3, seed=0,
+                     attention="fused"):
+    """transformers' GptOssAttention (eager, biased, learned sinks) and the book's layer, the
+    same weights; layer 0 slides over ``window`` keys, layer 1 sees every key."""
+    config = GptOssConfig(hidden_size=d_model, num_attention_heads=heads, num_key_value_heads=kv_heads,
+                          head_dim=d_model // heads, sliding_window=window, num_hidden_layers=2,
+                          layer_types=["sliding_attention", "full_attention"], attention_bias=True,
+                          rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+                          attn_implementation="eager")
+    torch.manual_seed(seed)
+    theirs = GptOssAttention(config, layer_idx=["sliding_attention", "full_attention"].index(layer_type))
+    with torch.no_grad():  # transformers leaves the sinks and the biases to its model's init
+        for parameter in theirs.parameters():
+            parameter.normal_(std=0.3 if parameter.dim() == 2 else 1.0)
+    ours = CausalSelfAttention(d_model, heads, num_kv_heads=kv_heads, bias=True, sinks=True,
+                               sliding_window=theirs.sliding_window, attention=attention)
+    ours.load_state_dict(theirs.state_dict())
+    return config, theirs.eval(), ours.eval()
+
+
+def gpt_oss(config, theirs, x, real, cache=None):
+    """GptOssAttention on x under transformers' own mask for its layer: output and weights."""
+    T = x.shape[1]
+    positions = (real.long().cumsum(-1) - 1).clamp(min=0)[:, -T:]
+    make_mask = create_sliding_window_causal_mask if theirs.sliding_window else create_causal_mask
+    mask = make_mask(config, x, real.long(), cache, positions)
+    embeddings = GptOssRotaryEmbedding(config)(x, positions)
+    return theirs(x, embeddings, mask, cache=cache)
+
+
+def test_sinks_are_gpt_oss_names_and_shapes():
+    """``sinks=True`` adds ``sinks`` (h,), as ``bias=True`` adds a bias; off, it is None."""
+    _, theirs, ours = gpt_oss_and_ours("full_attention")
+    assert {k: v.shape for k, v in ours.state_dict().items()} == \
+        {k: v.shape for k, v in theirs.state_dict().items()}
+    assert ours.sinks.shape == (8,) and isinstance(ours.sinks, nn.Parameter)
+    plain = CausalSelfAttention(64, 8)
+    assert plain.sinks is None and "sinks" not in plain.state_dict()
+
+
+@pytest.mark.parametrize("attention", ["fused", "book"])
+@pytest.mark.parametrize("layer_type", ["sliding_attention", "full_attention"])
+@pytest.mark.parametrize("kv_heads", [1, 2, 8])
+def test_learned_sinks_equal_gpt_oss_attention(layer_type, kv_heads, attention):
+    """Outputs and weights (rows summing below 1: the rest went to the sink), left padding too."""
+    config, theirs, ours = gpt_oss_and_ours(layer_type, kv_heads, seed=kv_heads, attention=attention)
+    x = randn(2, 9, 64, seed=31)
+    real = torch.ones(2, 9, dtype=torch.bool)
+    real[0, :3] = False  # row 0: 3 pads, then 6 real tokens
+    with torch.no_grad():
+        expected, expected_weights = gpt_oss(config, theirs, x, real)
+        output, weights = ours(x, attention_mask=real, output_attentions=True)
+        plain = ours(x, attention_mask=real)
+    keep = real  # real queries: a pad's row is unused (and not theirs)
+    torch.testing.assert_close(output[keep], expected[keep], atol=1e-5, rtol=0)
+    torch.testing.assert_close(plain[keep], expected[keep], atol=1e-5, rtol=0)
+    torch.testing.assert_close(weights.transpose(1, 2)[keep], expected_weights.transpose(1, 2)[keep],
+                               atol=1e-5, rtol=0)
+    assert weights.sum(-1).transpose(1, 2)[keep].min() < 0.9  # the sink took a share of some rows
+
+
+@pytest.mark.parametrize("attention", ["fused", "book"])
+@pytest.mark.parametrize("layer_type", ["sliding_attention", "full_attention"])
+def test_learned_sinks_decode_as_gpt_oss_with_its_cache(layer_type, attention):
+    config, theirs, ours = gpt_oss_and_ours(layer_type, seed=32, attention=attention)
+    x = randn(2, 10, 64, seed=32)
+    real = torch.tensor([[0, 0] + [1] * 8, [1] * 10], dtype=torch.bool)
+    their_cache = DynamicCache(config=config)
+    our_cache = KVCache(window=ours.sliding_window)
+    with torch.no_grad():
+        for start, end in [(0, 4), (4, 5), (5, 8), (8, 9), (9, 10)]:
+            piece, seen = x[:, start:end], real[:, :end]
+            expected, _ = gpt_oss(config, theirs, piece, seen, cache=their_cache)
+            output = ours(piece, cache=our_cache, attention_mask=seen)
+            keep = seen[:, -piece.shape[1]:]
+            torch.testing.assert_close(output[keep], expected[keep], atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("window", [None, 1, 3])
+@pytest.mark.parametrize("kv_heads", [1, 3])
+def test_learned_sinks_float64_equal_an_independent_computation(kv_heads, window):
+    """The sink as one more column of logits, s_c for every query of head c, whose value is 0."""
+    torch.manual_seed(33)
+    heads, d_model, T, N = 6, 48, 8, 2
+    ours = CausalSelfAttention(d_model, heads, num_kv_heads=kv_heads, rope_base=500.0,
+                               sinks=True, sliding_window=window).double()
+    with torch.no_grad():
+        ours.sinks.normal_()
+    x = randn(N, T, d_model, seed=33, dtype=torch.float64)
+    q, k, v = _float64_heads(ours, x)  # (N, h, T, d_k) each
+    i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
+    allowed = (j <= i) & ((i - j < window) if window else True)
+    scores = (q @ k.transpose(-1, -2) / math.sqrt(ours.d_k)).masked_fill(~allowed, -math.inf)
+    sink = ours.sinks.detach().view(1, heads, 1, 1).expand(N, heads, T, 1)
+    probabilities = torch.softmax(torch.cat((scores, sink), dim=-1), dim=-1)[..., :T]
+    expected = (probabilities @ v).transpose(1, 2).reshape(N, T, d_model) @ ours.o_proj.weight.T
+    with torch.no_grad():
+        output, weights = ours(x, output_attentions=True)
+        torch.testing.assert_close(ours(x), expected, atol=1e-12, rtol=0)
+    torch.testing.assert_close(output, expected, atol=1e-12, rtol=0)
+    torch.testing.assert_close(weights, probabilities, atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("attention", ["fused", "book"])
+def test_gradients_reach_the_sinks_as_in_gpt_oss(attention):
+    """Every parameter's gradient, to 1e-5 of its largest entry (they reach 1e3 here).
+
+    Not in float64: transformers' rotary embedding forms its angles in float32 whatever the
+    dtype, so the two differ by 1.5e-6 there too."""
+    config, theirs, ours = gpt_oss_and_ours("sliding_attention", seed=34, attention=attention)
+    x = randn(2, 7, 64, seed=34)
+    expected, _ = gpt_oss(config, theirs, x, torch.ones(2, 7, dtype=torch.bool))
+    expected.square().sum().backward()
+    ours(x).square().sum().backward()
+    for name, parameter in ours.named_parameters():
+        reference = theirs.get_parameter(name).grad
+        torch.testing.assert_close(parameter.grad, reference, rtol=0,
+                                   atol=1e-5 * float(reference.abs().max()), msg=name)
+
+
+@torch.no_grad()
+def test_a_sink_far_below_every_logit_is_no_sink():
+    torch.manual_seed(35)
+    plain = CausalSelfAttention(16, 4, num_kv_heads=2).eval()
+    sunk = CausalSelfAttention(16, 4, num_kv_heads=2, sinks=True).eval()
+    sunk.load_state_dict({**plain.state_dict(), "sinks": torch.full((4,), -1e4)})
+    x = randn(2, 6, 16, seed=35)
+    torch.testing.assert_close(sunk(x), plain(x), atol=1e-6, rtol=0)
+    sunk.sinks.fill_(1e4)  # a sink far above every logit takes all the weight: the output is o_proj's bias
+    torch.testing.assert_close(sunk(x), torch.zeros(2, 6, 16), atol=1e-6, rtol=0)
+
+
+@torch.no_grad()
+def test_the_tiled_kernel_refuses_learned_sinks():
+    layer = CausalSelfAttention(16, 4, sinks=True, attention="tiled")
+    with pytest.raises(ValueError, match=r"^sinks\b.*'tiled'"):
+        layer(randn(1, 3, 16))
+    _, weights = layer(randn(1, 3, 16), output_attentions=True)  # chapter 2's function forms the weights
+    assert weights.shape == (1, 4, 3, 3)
+
+
+@pytest.mark.parametrize("value", [1, None, "yes"])
+def test_a_bad_sinks_names_the_argument(value):
+    with pytest.raises(TypeError, match=r"^sinks\b"):
+        CausalSelfAttention(16, 4, sinks=value)
+
 
 # --- a whole model --------------------------------------------------------------------------
 

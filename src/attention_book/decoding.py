@@ -175,11 +175,18 @@ class CausalSelfAttention(nn.Module):
             ``num_sink_tokens``; without ``sliding_window`` it changes nothing. Not with
             a ``KVCache(window=W)``, which drops the first tokens, nor with ``"tiled"``
             once the window leaves a key out.
+        sinks: whether each query head ``c`` has a learned sink, the parameter
+            ``sinks`` ``(h,)``: the logit ``s_c`` of a virtual key with no value, which
+            every query of head ``c`` sees beside its keys, so that its weights may sum
+            to less than 1 (gpt-oss's ``sinks``, the same name, shape and meaning; a
+            layer of ``GptOssAttention`` loads with ``bias=True``). Initialised to 0;
+            ``None`` when ``False`` (the default), as ``nn.Linear``'s ``bias``. Not with
+            ``"tiled"``, whose only mask is ``is_causal``.
 
     Raises:
         TypeError: a size is not an int, or ``rope_base`` is not a real number.
         TypeError: ``attention`` is not a str; ``sliding_window`` is not an int or None.
-        TypeError: ``num_sink_tokens`` is not an int.
+        TypeError: ``num_sink_tokens`` is not an int; ``sinks`` is not a bool.
         ValueError: a size is not positive, or ``d_k`` is odd.
         ValueError: ``d_model % num_heads != 0``, or ``num_heads % num_kv_heads != 0``.
         ValueError: ``rope_base`` is not positive and finite.
@@ -189,7 +196,8 @@ class CausalSelfAttention(nn.Module):
 
     def __init__(self, d_model: int, num_heads: int, *, num_kv_heads: int | None = None,
                  bias: bool = False, rope_base: float = 10000.0, attention: str = "fused",
-                 sliding_window: int | None = None, num_sink_tokens: int = 0):
+                 sliding_window: int | None = None, num_sink_tokens: int = 0,
+                 sinks: bool = False):
         super().__init__()
         sizes = _check_sizes(d_model, num_heads, num_kv_heads, rope_base)
         self.d_model, self.num_heads, self.num_kv_heads, self.rope_base = sizes
@@ -201,6 +209,8 @@ class CausalSelfAttention(nn.Module):
         self.k_proj = nn.Linear(self.d_model, self.num_kv_heads * self.d_k, bias=bias)
         self.v_proj = nn.Linear(self.d_model, self.num_kv_heads * self.d_k, bias=bias)
         self.o_proj = nn.Linear(self.num_heads * self.d_k, self.d_model, bias=bias)
+        learned = torch.zeros(self.num_heads) if _check_learned_sinks(sinks) else None
+        self.sinks = None if learned is None else nn.Parameter(learned)  # (h,) or None
 
     @overload
     def forward(self, x: Tensor, *, cache: KVCache | None = None,
@@ -256,7 +266,8 @@ class CausalSelfAttention(nn.Module):
             ValueError: ``attention_mask`` is not ``(N, T_cached + T)`` of 0s and 1s.
             ValueError: a row of ``attention_mask`` has no real token.
             ValueError: ``attention_mask`` is missing, and ``cache`` was filled with one.
-            ValueError: ``attention="tiled"``, with padding or ``T > 1`` positions after a cache.
+            ValueError: ``attention="tiled"``, with padding or ``T > 1`` positions after a
+                cache, or with ``sinks``.
             ValueError: ``sliding_window``, set since construction, is below 1; or with
                 ``"tiled"``, it is shorter than ``T``.
             ValueError: ``num_sink_tokens``, set since construction, is below 0; or,
@@ -282,9 +293,10 @@ class CausalSelfAttention(nn.Module):
         window = self.sliding_window, self.num_sink_tokens if self.sliding_window else 0
         if output_attentions:  # chapter 2's function: the one kernel that forms the weights
             # (N, h, T, d_k), (N, h, T, T_k)
-            heads, weights = _book_attention(q, k, v, real, *window)
+            heads, weights = _book_attention(q, k, v, real, *window, self.sinks)
             return self.o_proj(merge_heads(heads)), weights  # (N, T, d_model), the weights
-        heads = _causal_attention(q, k, v, real, self.attention, *window)  # (N, h, T, d_k)
+        # (N, h, T, d_k)
+        heads = _causal_attention(q, k, v, real, self.attention, *window, self.sinks)
         return self.o_proj(merge_heads(heads))  # (N, T, d_model)
 
 
@@ -309,34 +321,61 @@ def _rotation_from(start: int, T: int, d_k: int, base: float, dtype: torch.dtype
 
 def _causal_attention(q: Tensor, k: Tensor, v: Tensor, real: Tensor | None = None,
                       attention: str = "fused", window: int | None = None,
-                      sinks: int = 0) -> Tensor:
+                      sinks: int = 0, sink_logits: Tensor | None = None) -> Tensor:
     """Query i of T_q sees the keys up to T_k - T_q + i, the last ``window`` of them if
-    given (and the first ``sinks`` real keys), the real ones if ``real``."""
+    given (and the first ``sinks`` real keys), the real ones if ``real``, and a learned
+    sink if ``sink_logits`` (h,)."""
     T_q, T_k = q.shape[2], k.shape[2]
     if window is not None and T_q == 1 and T_k > window and not sinks:  # the last keys
         k, v, T_k = k[:, :, -window:], v[:, :, -window:], window  # (N, h_kv, W, d_k) each
         real = None if real is None else real[:, -window:]        # (N, W)
     window = None if window is None or window >= T_k else window  # None: it covers every key
     if attention == "book":
-        return _book_attention(q, k, v, real, window, sinks)[0]  # (N, h, T_q, d_k)
+        return _book_attention(q, k, v, real, window, sinks, sink_logits)[0]  # (N, h, T_q, d_k)
     if attention == "tiled":  # a whole text or one token, no padding, no window (checked)
         return tiled_attention(q, *_repeated(q, k, v), is_causal=T_q > 1)[0]
-    if real is None and window is None and (T_q == T_k or T_q == 1):  # no mask needed
+    plain = real is None and window is None and sink_logits is None
+    if plain and (T_q == T_k or T_q == 1):  # no mask needed
         return F.scaled_dot_product_attention(q, k, v, is_causal=T_q > 1,
                                               enable_gqa=True)
     mask = _allowed(real, T_q, T_k, q.device, window, sinks)  # (T_q, T_k) or (N, 1, T_q, T_k)
+    if sink_logits is not None:  # one more key, with its own logits: (N, h_kv, T_k + 1, d_k)
+        k, v, mask = _with_sink(k, v, mask, sink_logits)
     # (N, h, T_q, d_k)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
 
 
 def _book_attention(q: Tensor, k: Tensor, v: Tensor, real: Tensor | None,
-                    window: int | None = None, sinks: int = 0) -> tuple[Tensor, Tensor]:
+                    window: int | None = None, sinks: int = 0,
+                    sink_logits: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """Chapter 2's attention: the heads (N, h, T_q, d_k) and weights (N, h, T_q, T_k)."""
     T_q, T_k = q.shape[2], k.shape[2]
     window = None if window is None or window >= T_k else window  # None: it covers every key
+    if sink_logits is not None:  # one more key, with its own logits: (N, h_kv, T_k + 1, d_k)
+        k, v, mask = _with_sink(k, v, _allowed(real, T_q, T_k, q.device, window, sinks),
+                                sink_logits)
+        heads, weights = scaled_dot_product_attention(q, *_repeated(q, k, v), mask)
+        return heads, weights[..., :T_k]  # the tokens' weights: the sink's column dropped
     plain = real is None and window is None and T_q == 1  # one query sees every key
     mask = None if plain else _allowed(real, T_q, T_k, q.device, window, sinks)
     return scaled_dot_product_attention(q, *_repeated(q, k, v), mask)
+
+
+def _with_sink(k: Tensor, v: Tensor, allowed: Tensor,
+               sink_logits: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """A virtual last key of zeros and value of zeros, whose logit is s_c for every query
+    of head c (q . 0 = 0, plus s_c from the mask): gpt-oss's sink, in any kernel that
+    takes a float mask. Returns the keys, values and the float mask (., h, T_q, T_k + 1)."""
+    N, h_kv, T_k, d_k = k.shape
+    k = torch.cat((k, k.new_zeros(N, h_kv, 1, d_k)), dim=2)            # (N, h_kv, T_k + 1, d_k)
+    v = torch.cat((v, v.new_zeros(N, h_kv, 1, v.shape[-1])), dim=2)   # (N, h_kv, T_k + 1, d_k)
+    allowed = allowed.view(-1 if allowed.dim() == 4 else 1, 1, *allowed.shape[-2:])
+    B, h, T_q = allowed.shape[0], sink_logits.shape[0], allowed.shape[2]
+    # (B, 1, T_q, T_k): 0 where a key may be seen, -inf elsewhere
+    bias = torch.zeros(allowed.shape, dtype=k.dtype, device=k.device)
+    bias = bias.masked_fill(~allowed, float("-inf"))
+    column = sink_logits.view(1, h, 1, 1).expand(B, h, T_q, 1)   # (B, h, T_q, 1): s_c
+    return k, v, torch.cat((bias.expand(B, h, T_q, T_k), column), dim=-1)
 
 
 def _repeated(q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
@@ -451,6 +490,12 @@ def _check_forward(module: "CausalSelfAttention", x: Tensor, cache: object,
                                  (x.shape[0], x.shape[1] + cached))
         real = None if bool(real.all()) else real.to(x.device)  # no padding: the fast path
     if kernel == "tiled" and not output_attentions:
+        if module.sinks is not None:
+            raise ValueError(
+                "sinks cannot be kept by attention='tiled': tiled_attention's only mask is "
+                "is_causal, and a learned sink is one more key with a logit of its own; use "
+                "attention='fused' or 'book'"
+            )
         held = len(cache) if isinstance(cache, KVCache) else 0  # the keys held: fewer with a window
         _check_tiled(real, x.shape[1], held, window, sinks)
     return real
@@ -479,6 +524,12 @@ def _check_window(name: str, window: object) -> int | None:
 
 def _check_sinks(num_sink_tokens: object) -> int:
     return check_int("num_sink_tokens", num_sink_tokens, minimum=0)
+
+
+def _check_learned_sinks(sinks: object) -> bool:
+    if not isinstance(sinks, bool):
+        raise TypeError(f"sinks must be a bool, got {type(sinks).__name__} {sinks!r}")
+    return sinks
 
 
 def _check_tiled(real: Tensor | None, T: int, cached: int, window: int | None = None,
