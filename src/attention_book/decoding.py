@@ -352,9 +352,9 @@ def _book_attention(q: Tensor, k: Tensor, v: Tensor, real: Tensor | None,
     T_q, T_k = q.shape[2], k.shape[2]
     window = None if window is None or window >= T_k else window  # None: it covers every key
     if sink_logits is not None:  # one more key, with its own logits: (N, h_kv, T_k + 1, d_k)
-        k, v, mask = _with_sink(k, v, _allowed(real, T_q, T_k, q.device, window, sinks),
-                                sink_logits)
-        heads, weights = scaled_dot_product_attention(q, *_repeated(q, k, v), mask)
+        k, v, biased = _with_sink(k, v, _allowed(real, T_q, T_k, q.device, window, sinks),
+                                  sink_logits)
+        heads, weights = scaled_dot_product_attention(q, *_repeated(q, k, v), biased)
         return heads, weights[..., :T_k]  # the tokens' weights: the sink's column dropped
     plain = real is None and window is None and T_q == 1  # one query sees every key
     mask = None if plain else _allowed(real, T_q, T_k, q.device, window, sinks)
